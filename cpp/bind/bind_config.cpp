@@ -1,0 +1,76 @@
+#include "bind/bind.hpp"
+
+#include "core/blas.hpp"
+
+namespace rkm::bind {
+
+namespace {
+
+void* capsule_pointer(const py::dict& capi, const char* name) {
+  py::capsule capsule = capi[name];
+  return PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()));
+}
+
+// Registers SciPy's BLAS/LAPACK (see core/blas.hpp for why). Returns false when SciPy is unavailable.
+bool register_scipy_blas() {
+  try {
+    const py::dict b = py::module_::import("scipy.linalg.cython_blas").attr("__pyx_capi__");
+    const py::dict l = py::module_::import("scipy.linalg.cython_lapack").attr("__pyx_capi__");
+    auto& d = blas::routines<double>();
+    d.gemm = reinterpret_cast<blas::Routines<double>::gemm_t>(capsule_pointer(b, "dgemm"));
+    d.syrk = reinterpret_cast<blas::Routines<double>::syrk_t>(capsule_pointer(b, "dsyrk"));
+    d.syevd = reinterpret_cast<blas::Routines<double>::syevd_t>(capsule_pointer(l, "dsyevd"));
+    auto& s = blas::routines<float>();
+    s.gemm = reinterpret_cast<blas::Routines<float>::gemm_t>(capsule_pointer(b, "sgemm"));
+    s.syrk = reinterpret_cast<blas::Routines<float>::syrk_t>(capsule_pointer(b, "ssyrk"));
+    s.syevd = reinterpret_cast<blas::Routines<float>::syevd_t>(capsule_pointer(l, "ssyevd"));
+    return true;
+  } catch (const py::error_already_set&) {
+    return false;
+  }
+}
+
+std::string blas_backend() {
+  return blas::use_external() && blas::external_available<double>() ? "scipy" : "eigen";
+}
+
+}  // namespace
+
+void bind_config(py::module_& m) {
+  register_scipy_blas();
+  m.def(
+      "config",
+      []() {
+        py::dict info;
+        info["version"] = RKM_VERSION;
+        info["compiler"] = RKM_COMPILER;
+        info["openmp"] = have_openmp();
+        info["max_threads"] = max_threads();
+        info["dtypes"] = py::make_tuple("float32", "float64");
+        info["cuda"] = false;
+        info["eigen"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+                        std::to_string(EIGEN_MINOR_VERSION);
+        info["eigen_simd"] = Eigen::SimdInstructionSetsInUse();
+        info["blas"] = blas_backend();
+        info["native_build"] = static_cast<bool>(RKM_NATIVE_BUILD);
+        return info;
+      },
+      "Build and run-time configuration of the compiled core.");
+  m.def(
+      "set_blas_backend",
+      [](const std::string& name) {
+        if (name == "scipy") {
+          if (!blas::external_available<double>() && !register_scipy_blas())
+            throw std::invalid_argument("backend: SciPy's BLAS is not available");
+          blas::set_use_external(true);
+        } else if (name == "eigen") {
+          blas::set_use_external(false);
+        } else {
+          throw std::invalid_argument("backend: must be 'scipy' or 'eigen'");
+        }
+      },
+      py::arg("backend"), "Choose the dense linear algebra behind the core: 'scipy' (OpenBLAS) or 'eigen'.");
+  m.def("blas_backend", &blas_backend, "The dense linear algebra in use: 'scipy' or 'eigen'.");
+}
+
+}  // namespace rkm::bind

@@ -1,0 +1,94 @@
+#include "bind/bind.hpp"
+
+#include "core/eigs.hpp"
+
+namespace rkm::bind {
+
+namespace {
+
+template <typename T>
+double default_tol() {
+  return sizeof(T) == sizeof(float) ? 1e-4 : 1e-10;
+}
+
+constexpr int kDefaultMaxIter = 100;
+
+template <typename T>
+py::tuple result_tuple(EigenResult<T>&& r) {
+  return py::make_tuple(std::move(r.values), std::move(r.vectors), std::move(r.residuals), r.n_iter, r.converged);
+}
+
+template <typename T>
+py::tuple eigh_py(ConstMatrixRef<T> A, std::optional<int> n_threads) {
+  const int threads = thread_count(n_threads);
+  Vector<T> w;
+  RowMatrix<T> V;
+  {
+    // Safe without the GIL: A is a view of a NumPy buffer the caller keeps alive.
+    py::gil_scoped_release release;
+    dense_eigh<T>(A, w, V, threads);
+  }
+  return py::make_tuple(std::move(w), std::move(V));
+}
+
+template <typename T>
+py::tuple top_eigsh_py(ConstMatrixRef<T> A, int n_components, ConstMatrixRef<T> start, std::optional<double> tol,
+                       std::optional<int> max_iter, std::optional<int> n_threads) {
+  const int threads = thread_count(n_threads);
+  EigenResult<T> result;
+  {
+    // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
+    py::gil_scoped_release release;
+    result = top_eigsh<T>(A, n_components, start, tol.value_or(default_tol<T>()), max_iter.value_or(kDefaultMaxIter),
+                          threads);
+  }
+  return result_tuple<T>(std::move(result));
+}
+
+// The product callback runs Python code, so it takes the GIL back for the duration of each call.
+template <typename T>
+py::tuple top_eigsh_operator_py(py::function matmat, Eigen::Index n, int n_components, ConstMatrixRef<T> start,
+                                std::optional<double> tol, std::optional<int> max_iter,
+                                std::optional<int> n_threads) {
+  const int threads = thread_count(n_threads);
+  const BlockProduct<T> apply = [&matmat](const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
+    py::gil_scoped_acquire gil;
+    const RowMatrix<T> block = X;
+    py::object product = matmat(block);
+    const auto array = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(product);
+    if (!array || array.ndim() != 2 || array.shape(0) != Y.rows() || array.shape(1) != Y.cols())
+      throw std::invalid_argument("matmat: must return an array of shape (n, b) for an (n, b) block");
+    Y = Eigen::Map<const RowMatrix<T>>(array.data(), Y.rows(), Y.cols());
+  };
+  EigenResult<T> result;
+  {
+    py::gil_scoped_release release;
+    result = top_eigsh<T>(apply, n, n_components, start, tol.value_or(default_tol<T>()),
+                          max_iter.value_or(kDefaultMaxIter), threads);
+  }
+  return result_tuple<T>(std::move(result));
+}
+
+template <typename T>
+void def_eigs(py::module_& m) {
+  m.def("eigh", &eigh_py<T>, py::arg("A").noconvert(), py::arg("n_threads") = py::none(),
+        "All eigenpairs (w descending, V columns, sign-fixed) of a symmetric matrix.");
+  m.def("top_eigsh", &top_eigsh_py<T>, py::arg("A").noconvert(), py::arg("n_components"),
+        py::arg("start").noconvert(), py::arg("tol") = py::none(), py::arg("max_iter") = py::none(),
+        py::arg("n_threads") = py::none(),
+        "Largest eigenpairs of a symmetric matrix by restarted block Krylov iteration from the block `start`. "
+        "Returns (w, V, residuals, n_iter, converged).");
+  m.def("top_eigsh_operator", &top_eigsh_operator_py<T>, py::arg("matmat"), py::arg("n"), py::arg("n_components"),
+        py::arg("start").noconvert(), py::arg("tol") = py::none(), py::arg("max_iter") = py::none(),
+        py::arg("n_threads") = py::none(),
+        "top_eigsh for an operator given by matmat(B) -> A @ B; the dtype follows `start`.");
+}
+
+}  // namespace
+
+void bind_eigs(py::module_& m) {
+  def_eigs<double>(m);
+  def_eigs<float>(m);
+}
+
+}  // namespace rkm::bind

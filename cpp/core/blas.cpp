@@ -1,0 +1,170 @@
+#include "core/blas.hpp"
+
+#include <Eigen/Eigenvalues>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+namespace rkm::blas {
+
+namespace {
+std::atomic<bool> g_use_external{true};
+
+int as_int(Eigen::Index value) { return static_cast<int>(value); }
+
+template <typename T>
+const typename Routines<T>::gemm_t external_gemm() {
+  return use_external() ? routines<T>().gemm : nullptr;
+}
+}  // namespace
+
+template <typename T>
+Routines<T>& routines() {
+  static Routines<T> table;
+  return table;
+}
+
+void set_use_external(bool use) { g_use_external.store(use); }
+bool use_external() { return g_use_external.load(); }
+
+template <typename T>
+bool external_available() {
+  const Routines<T>& r = routines<T>();
+  return r.gemm != nullptr && r.syrk != nullptr && r.syevd != nullptr;
+}
+
+// Row-major C (m x n) is the column-major matrix C^T (n x m); every call below computes C^T in BLAS terms.
+template <typename T>
+void gemm_nt(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
+  if (C.size() == 0) return;
+  if (A.cols() == 0) {
+    C *= beta;
+    return;
+  }
+  if (auto gemm = external_gemm<T>()) {
+    char ta = 'T', tb = 'N';
+    int m = as_int(B.rows()), n = as_int(A.rows()), k = as_int(A.cols());
+    int lda = as_int(B.outerStride()), ldb = as_int(A.outerStride()), ldc = as_int(C.outerStride());
+    gemm(&ta, &tb, &m, &n, &k, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
+         C.data(), &ldc);
+    return;
+  }
+  if (beta == T(0)) {
+    C.noalias() = alpha * A * B.transpose();
+  } else {
+    C *= beta;
+    C.noalias() += alpha * A * B.transpose();
+  }
+}
+
+template <typename T>
+void gemm_nn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
+  if (C.size() == 0) return;
+  if (A.cols() == 0) {
+    C *= beta;
+    return;
+  }
+  if (auto gemm = external_gemm<T>()) {
+    char ta = 'N', tb = 'N';
+    int m = as_int(B.cols()), n = as_int(A.rows()), k = as_int(A.cols());
+    int lda = as_int(B.outerStride()), ldb = as_int(A.outerStride()), ldc = as_int(C.outerStride());
+    gemm(&ta, &tb, &m, &n, &k, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
+         C.data(), &ldc);
+    return;
+  }
+  if (beta == T(0)) {
+    C.noalias() = alpha * A * B;
+  } else {
+    C *= beta;
+    C.noalias() += alpha * A * B;
+  }
+}
+
+template <typename T>
+void gemm_tn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
+  if (C.size() == 0) return;
+  if (A.rows() == 0) {
+    C *= beta;
+    return;
+  }
+  if (auto gemm = external_gemm<T>()) {
+    char ta = 'N', tb = 'T';
+    int m = as_int(B.cols()), n = as_int(A.cols()), k = as_int(A.rows());
+    int lda = as_int(B.outerStride()), ldb = as_int(A.outerStride()), ldc = as_int(C.outerStride());
+    gemm(&ta, &tb, &m, &n, &k, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
+         C.data(), &ldc);
+    return;
+  }
+  if (beta == T(0)) {
+    C.noalias() = alpha * A.transpose() * B;
+  } else {
+    C *= beta;
+    C.noalias() += alpha * A.transpose() * B;
+  }
+}
+
+template <typename T>
+void syrk_lower(const ConstMatrixRef<T>& X, MatrixRef<T> C) {
+  if (C.size() == 0) return;
+  if (X.cols() == 0) {
+    C.template triangularView<Eigen::Lower>().setZero();
+    return;
+  }
+  auto syrk = use_external() ? routines<T>().syrk : nullptr;
+  if (syrk != nullptr) {
+    // The row-major lower triangle is the column-major upper one.
+    char uplo = 'U', trans = 'T';
+    int n = as_int(X.rows()), k = as_int(X.cols());
+    int lda = as_int(X.outerStride()), ldc = as_int(C.outerStride());
+    T alpha = 1, beta = 0;
+    syrk(&uplo, &trans, &n, &k, &alpha, const_cast<T*>(X.data()), &lda, &beta, C.data(), &ldc);
+    return;
+  }
+  C.template triangularView<Eigen::Lower>().setZero();
+  C.template selfadjointView<Eigen::Lower>().rankUpdate(X);
+}
+
+template <typename T>
+void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V) {
+  int n = as_int(A.rows());
+  w.resize(n);
+  if (n == 0) {
+    V.resize(0, 0);
+    return;
+  }
+  auto syevd_fn = use_external() ? routines<T>().syevd : nullptr;
+  if (syevd_fn == nullptr) {
+    Eigen::SelfAdjointEigenSolver<RowMatrix<T>> solver(A, Eigen::ComputeEigenvectors);
+    require(solver.info() == Eigen::Success, "eigh: the eigensolver did not converge");
+    w = solver.eigenvalues();
+    V = solver.eigenvectors();
+    return;
+  }
+  char jobz = 'V', uplo = 'L';
+  int lda = as_int(A.outerStride()), info = 0, lwork = -1, liwork = -1, iwork_query = 0;
+  T work_query = 0;
+  syevd_fn(&jobz, &uplo, &n, A.data(), &lda, w.data(), &work_query, &lwork, &iwork_query, &liwork, &info);
+  lwork = std::max(1, static_cast<int>(work_query));
+  liwork = std::max(1, iwork_query);
+  std::vector<T> work(static_cast<size_t>(lwork));
+  std::vector<int> iwork(static_cast<size_t>(liwork));
+  syevd_fn(&jobz, &uplo, &n, A.data(), &lda, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info);
+  require(info == 0, "eigh: LAPACK syevd failed with info=" + std::to_string(info));
+  // LAPACK wrote column-major eigenvectors, i.e. the rows of the row-major buffer.
+  V = A.transpose();
+}
+
+#define RKM_INSTANTIATE_BLAS(T)                                                                            \
+  template Routines<T>& routines<T>();                                                                     \
+  template bool external_available<T>();                                                                   \
+  template void gemm_nt<T>(const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);       \
+  template void gemm_nn<T>(const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);       \
+  template void gemm_tn<T>(const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);       \
+  template void syrk_lower<T>(const ConstMatrixRef<T>&, MatrixRef<T>);                                    \
+  template void syevd<T>(RowMatrix<T>&, Vector<T>&, RowMatrix<T>&);
+
+RKM_INSTANTIATE_BLAS(float)
+RKM_INSTANTIATE_BLAS(double)
+
+}  // namespace rkm::blas

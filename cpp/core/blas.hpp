@@ -1,0 +1,51 @@
+// Dense linear-algebra primitives on row-major Eigen views.
+//
+// Eigen's own GEMM is compiled for the baseline instruction set of a portable wheel (SSE2), while the
+// OpenBLAS that SciPy ships picks AVX2/AVX-512 kernels at run time and is 2-4x faster on the large products
+// that dominate kernel builds and block eigensolvers. The bindings therefore register SciPy's exported
+// BLAS/LAPACK routines (scipy.linalg.cython_blas / cython_lapack) here; without them every primitive falls
+// back to Eigen, so the core never depends on Python.
+#pragma once
+
+#include "core/common.hpp"
+
+namespace rkm::blas {
+
+// Fortran BLAS/LAPACK signatures as exported by SciPy (LP64 integers).
+template <typename T>
+struct Routines {
+  using gemm_t = void (*)(char*, char*, int*, int*, int*, T*, T*, int*, T*, int*, T*, T*, int*);
+  using syrk_t = void (*)(char*, char*, int*, int*, T*, T*, int*, T*, T*, int*);
+  using syevd_t = void (*)(char*, char*, int*, T*, int*, T*, T*, int*, int*, int*, int*);
+  gemm_t gemm = nullptr;
+  syrk_t syrk = nullptr;
+  syevd_t syevd = nullptr;
+};
+
+template <typename T>
+Routines<T>& routines();
+
+// When false, registered routines are ignored and Eigen is used (for testing both paths).
+void set_use_external(bool use);
+bool use_external();
+template <typename T>
+bool external_available();
+
+// C = alpha * A * B^T + beta * C, with A (m x k), B (n x k), C (m x n).
+template <typename T>
+void gemm_nt(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
+// C = alpha * A * B + beta * C, with A (m x k), B (k x n), C (m x n).
+template <typename T>
+void gemm_nn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
+// C = alpha * A^T * B + beta * C, with A (k x m), B (k x n), C (m x n).
+template <typename T>
+void gemm_tn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
+// Lower triangle (row >= col) of C = X * X^T; the strict upper triangle is left untouched.
+template <typename T>
+void syrk_lower(const ConstMatrixRef<T>& X, MatrixRef<T> C);
+// All eigenpairs of the symmetric matrix A (overwritten): ascending eigenvalues w, eigenvectors in the
+// columns of V.
+template <typename T>
+void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V);
+
+}  // namespace rkm::blas

@@ -1,0 +1,50 @@
+#include "core/common.hpp"
+
+#include <atomic>
+
+namespace rkm {
+
+namespace {
+std::atomic<InterruptChecker> g_interrupt_checker{nullptr};
+}
+
+void set_interrupt_checker(InterruptChecker checker) { g_interrupt_checker.store(checker); }
+
+void throw_if_interrupted() {
+  InterruptChecker checker = g_interrupt_checker.load();
+  if (checker != nullptr && checker()) throw interrupted_error();
+}
+
+bool have_openmp() {
+#ifdef RKM_HAVE_OPENMP
+  return true;
+#else
+  return false;
+#endif
+}
+
+int max_threads() {
+#ifdef RKM_HAVE_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+int resolve_threads(int n_threads) { return n_threads > 0 ? n_threads : max_threads(); }
+
+ThreadGuard::ThreadGuard(int n_threads) : previous_(max_threads()), active_(resolve_threads(n_threads)) {
+#ifdef RKM_HAVE_OPENMP
+  omp_set_num_threads(active_);
+#else
+  active_ = 1;
+#endif
+}
+
+ThreadGuard::~ThreadGuard() {
+#ifdef RKM_HAVE_OPENMP
+  omp_set_num_threads(previous_);
+#endif
+}
+
+}  // namespace rkm

@@ -1,0 +1,64 @@
+// Shared types and small utilities of the rkm numerical core (no Python headers here).
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#ifdef RKM_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+namespace rkm {
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+template <typename T>
+using ConstMatrixRef = Eigen::Ref<const RowMatrix<T>>;
+template <typename T>
+using MatrixRef = Eigen::Ref<RowMatrix<T>>;
+template <typename T>
+using ConstVectorRef = Eigen::Ref<const Vector<T>>;
+
+// Thrown when the interrupt checker reports a pending Ctrl-C; the bindings turn it into KeyboardInterrupt.
+struct interrupted_error : std::runtime_error {
+  interrupted_error() : std::runtime_error("interrupted") {}
+};
+
+// The bindings install a checker that briefly takes the GIL and asks Python for pending signals.
+// The core itself never touches Python; without a checker nothing is ever interrupted.
+using InterruptChecker = bool (*)();
+void set_interrupt_checker(InterruptChecker checker);
+// Throws interrupted_error when a checker is installed and reports a pending interrupt.
+// Call only from the thread that entered the core, outside OpenMP regions.
+void throw_if_interrupted();
+
+inline void require(bool condition, const std::string& message) {
+  if (!condition) throw std::invalid_argument(message);
+}
+
+// Number of OpenMP threads to use for a request: <= 0 means OpenMP's current maximum.
+int resolve_threads(int n_threads);
+bool have_openmp();
+int max_threads();
+
+// Sets the calling thread's OpenMP thread count for its lifetime and restores the previous one.
+class ThreadGuard {
+ public:
+  explicit ThreadGuard(int n_threads);
+  ~ThreadGuard();
+  ThreadGuard(const ThreadGuard&) = delete;
+  ThreadGuard& operator=(const ThreadGuard&) = delete;
+  int threads() const { return active_; }
+
+ private:
+  int previous_;
+  int active_;
+};
+
+}  // namespace rkm

@@ -1,0 +1,46 @@
+// Symmetric eigensolvers: dense (all pairs) and a restarted block Krylov method for the top pairs.
+#pragma once
+
+#include "core/common.hpp"
+
+#include <functional>
+
+namespace rkm {
+
+// Y = A X for a block X (n x b); the only access the iterative solver needs to A.
+template <typename T>
+using BlockProduct = std::function<void(const ConstMatrixRef<T>& X, MatrixRef<T> Y)>;
+
+template <typename T>
+struct EigenResult {
+  Vector<T> values;           // descending
+  RowMatrix<T> vectors;       // n x s, orthonormal columns, sign-fixed
+  Eigen::VectorXd residuals;  // ||A v - w v|| / |w_max|
+  int n_iter = 0;             // number of block products with A
+  bool converged = false;
+};
+
+// All eigenpairs of the symmetric matrix A, descending, each eigenvector's largest-magnitude entry positive.
+template <typename T>
+void dense_eigh(const ConstMatrixRef<T>& A, Vector<T>& values, RowMatrix<T>& vectors, int n_threads);
+
+// The n_components largest (algebraic) eigenpairs of a symmetric operator of order n, by block Krylov
+// iteration with thick restarts: each step multiplies A with one block (one pass over a stored A, a
+// GEMM), orthogonalizes against the basis (two rounds of block Gram-Schmidt + QR) and does Rayleigh-Ritz
+// on the incrementally updated projected matrix. `start` (n x b, b >= n_components) fixes the starting
+// block, so results are deterministic. Stops when every wanted relative residual is <= tol or after
+// max_iter block products, reporting the residuals reached either way.
+template <typename T>
+EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Eigen::Index n, int n_components,
+                         const ConstMatrixRef<T>& start, double tol, int max_iter, int n_threads);
+
+// The same for a stored symmetric matrix, whose products run as GEMMs.
+template <typename T>
+EigenResult<T> top_eigsh(const ConstMatrixRef<T>& A, int n_components, const ConstMatrixRef<T>& start,
+                         double tol, int max_iter, int n_threads);
+
+// Flips each column of V so that its entry of largest magnitude is positive (as scikit-learn's svd_flip).
+template <typename T>
+void fix_signs(MatrixRef<T> V);
+
+}  // namespace rkm

@@ -1,0 +1,170 @@
+#include "core/kernels.hpp"
+
+#include "core/blas.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace rkm {
+
+KernelType parse_kernel(const std::string& name) {
+  if (name == "linear") return KernelType::linear;
+  if (name == "poly" || name == "polynomial") return KernelType::polynomial;
+  if (name == "rbf" || name == "gaussian") return KernelType::rbf;
+  if (name == "laplacian") return KernelType::laplacian;
+  if (name == "cosine") return KernelType::cosine;
+  if (name == "tanimoto") return KernelType::tanimoto;
+  throw std::invalid_argument("kernel: unknown kernel '" + name + "'");
+}
+
+bool kernel_uses_gamma(KernelType type) {
+  return type == KernelType::rbf || type == KernelType::laplacian || type == KernelType::polynomial;
+}
+
+namespace {
+
+using Eigen::Index;
+using DoubleMatrix = RowMatrix<double>;
+using Array = Eigen::ArrayXd;
+
+// Bytes of the per-band double buffer; sized to stay in the last-level cache between GEMM and transform.
+constexpr Index kBandBytes = Index(8) << 20;
+constexpr Index kChunkColumns = 256;
+
+template <typename T>
+DoubleMatrix to_double(const ConstMatrixRef<T>& A, const Eigen::RowVectorXd& shift, bool shifted) {
+  DoubleMatrix out = A.template cast<double>();
+  if (shifted) out.rowwise() -= shift;
+  return out;
+}
+
+// Kernel values of one row segment from its inner products g (or L1 distances for laplacian) and the
+// squared norms of the row (nx) and of the columns (ny).
+void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, const double* ny_ptr, double* v_ptr,
+                       Index n) {
+  Eigen::Map<const Array> g(g_ptr, n), ny(ny_ptr, n);
+  Eigen::Map<Array> v(v_ptr, n);
+  switch (s.type) {
+    case KernelType::linear:
+      v = g;
+      break;
+    case KernelType::polynomial:
+      v = (s.gamma * g + s.coef0).pow(s.degree);
+      break;
+    case KernelType::rbf:
+      v = (-s.gamma * (nx + ny - 2.0 * g).max(0.0)).exp();
+      break;
+    case KernelType::laplacian:
+      v = (-s.gamma * g).exp();
+      break;
+    case KernelType::cosine: {
+      const Array denom = (nx * ny).sqrt();
+      v = (denom > 0.0).select(g / denom, 0.0);
+      break;
+    }
+    case KernelType::tanimoto: {
+      const Array denom = nx + ny - g;
+      v = (denom > 0.0).select(g / denom, 1.0);
+      break;
+    }
+  }
+}
+
+// Kernels whose k(x, x) is known exactly; the symmetric diagonal is then set rather than rounded through a GEMM.
+bool has_exact_self_value(KernelType type) { return type != KernelType::linear && type != KernelType::polynomial; }
+
+double exact_self_value(KernelType type, double squared_norm) {
+  return type == KernelType::cosine && squared_norm == 0.0 ? 0.0 : 1.0;
+}
+
+void l1_band(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, MatrixRef<double> band) {
+#pragma omp parallel for schedule(static)
+  for (Index i = 0; i < band.rows(); ++i) {
+    for (Index c = 0; c < band.cols(); ++c) band(i, c) = (X.row(r0 + i) - Y.row(c)).cwiseAbs().sum();
+  }
+}
+
+// Transforms a band of inner products (rows r0.., all computed columns) into kernel values, writing the
+// lower part of the band and, for a symmetric matrix, its mirror in the upper triangle. Each element of
+// `out` is written by exactly one thread.
+template <typename T>
+void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0, const Vector<double>& nx,
+                const Vector<double>& ny, bool symmetric, MatrixRef<T> out) {
+  const Index rows = band.rows(), cols = band.cols();
+  const Index n_chunks = (cols + kChunkColumns - 1) / kChunkColumns;
+#pragma omp parallel
+  {
+    std::vector<double> tile(static_cast<size_t>(rows * kChunkColumns));
+#pragma omp for schedule(static)
+    for (Index k = 0; k < n_chunks; ++k) {
+      const Index c0 = k * kChunkColumns, c1 = std::min(c0 + kChunkColumns, cols), w = c1 - c0;
+      for (Index i = 0; i < rows; ++i) {
+        const Index r = r0 + i;
+        double* t = tile.data() + i * w;
+        transform_segment(spec, &band(i, c0), nx[r], ny.data() + c0, t, w);
+        if (symmetric && r >= c0 && r < c1 && has_exact_self_value(spec.type)) t[r - c0] = exact_self_value(spec.type, nx[r]);
+        const Index c_end = symmetric ? std::min(c1, r + 1) : c1;
+        for (Index c = c0; c < c_end; ++c) out(r, c) = static_cast<T>(t[c - c0]);
+      }
+      if (!symmetric) continue;
+      for (Index c = c0; c < c1; ++c) {
+        for (Index i = std::max<Index>(0, c - r0 + 1); i < rows; ++i) out(c, r0 + i) = static_cast<T>(tile[i * w + c - c0]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
+                        MatrixRef<T> out, int n_threads) {
+  const bool symmetric = Y == nullptr;
+  const Index n_x = X.rows(), n_y = symmetric ? n_x : Y->rows();
+  require(symmetric || Y->cols() == X.cols(), "Y: must have as many features as X");
+  require(out.rows() == n_x && out.cols() == n_y, "out: has the wrong shape");
+  if (n_x == 0 || n_y == 0) return;
+  ThreadGuard guard(n_threads);
+
+  const bool shifted = spec.type == KernelType::rbf;
+  const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
+  const DoubleMatrix Xd = to_double<T>(X, shift, shifted);
+  const DoubleMatrix Yd = symmetric ? DoubleMatrix() : to_double<T>(*Y, shift, shifted);
+  const DoubleMatrix& Ys = symmetric ? Xd : Yd;
+  const Vector<double> nx = Xd.rowwise().squaredNorm();
+  const Vector<double> ny = symmetric ? nx : Vector<double>(Ys.rowwise().squaredNorm());
+
+  const Index band_rows = std::clamp<Index>(kBandBytes / (8 * n_y), 16, 512);
+  DoubleMatrix scratch(std::min(band_rows, n_x), n_y);
+  for (Index r0 = 0; r0 < n_x; r0 += band_rows) {
+    throw_if_interrupted();
+    const Index rows = std::min(band_rows, n_x - r0);
+    const Index cols = symmetric ? r0 + rows : n_y;
+    MatrixRef<double> band = scratch.topLeftCorner(rows, cols);
+    if (spec.type == KernelType::laplacian) {
+      l1_band(Xd, Ys, r0, band);
+    } else {
+      blas::gemm_nt<double>(Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0, 0.0);
+    }
+    write_band<T>(spec, band, r0, nx, ny, symmetric, out);
+  }
+}
+
+template <typename T>
+RowMatrix<T> kernel_matrix(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
+                           int n_threads) {
+  RowMatrix<T> out(X.rows(), Y == nullptr ? X.rows() : Y->rows());
+  kernel_matrix_into<T>(X, Y, spec, out, n_threads);
+  return out;
+}
+
+template void kernel_matrix_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
+                                        const KernelSpec&, MatrixRef<float>, int);
+template void kernel_matrix_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
+                                         const KernelSpec&, MatrixRef<double>, int);
+template RowMatrix<float> kernel_matrix<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
+                                               const KernelSpec&, int);
+template RowMatrix<double> kernel_matrix<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
+                                                 const KernelSpec&, int);
+
+}  // namespace rkm

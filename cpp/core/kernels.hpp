@@ -1,0 +1,37 @@
+// Kernel matrices K(X, Y) for the kernels of the RKM papers.
+#pragma once
+
+#include "core/common.hpp"
+
+#include <string>
+
+namespace rkm {
+
+enum class KernelType { linear, polynomial, rbf, laplacian, cosine, tanimoto };
+
+// Parameters follow scikit-learn: rbf exp(-gamma ||x-y||^2), laplacian exp(-gamma ||x-y||_1),
+// polynomial (gamma x^T y + coef0)^degree. gamma must already be resolved (no "None" here).
+struct KernelSpec {
+  KernelType type = KernelType::rbf;
+  double gamma = 1.0;
+  double degree = 3.0;
+  double coef0 = 1.0;
+};
+
+KernelType parse_kernel(const std::string& name);
+bool kernel_uses_gamma(KernelType type);
+
+// Writes K(X, Y) into out (n_x x n_y); Y == nullptr means Y = X and builds one triangle, mirrored.
+// Built in row bands: one GEMM (or L1 sweep) per band into a cache-sized double buffer, then a fused
+// elementwise pass that writes the band and, when symmetric, its mirror. Float32 input is accumulated in
+// double, so ||x||^2 + ||y||^2 - 2 x^T y keeps its precision; distance kernels also shift both sets by the
+// mean of X first, which removes most of that cancellation.
+template <typename T>
+void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
+                        MatrixRef<T> out, int n_threads);
+
+template <typename T>
+RowMatrix<T> kernel_matrix(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
+                           int n_threads);
+
+}  // namespace rkm

@@ -1,0 +1,9 @@
+"""rkm: restricted kernel machines, deep RKMs and kernel autoencoders with a fast C++ core."""
+
+from rkm import _core
+from rkm._config import show_config
+from rkm.kpca import KernelPCA
+
+__version__ = _core.__version__
+
+__all__ = ["KernelPCA", "show_config", "__version__"]

@@ -1,0 +1,82 @@
+"""Validation, memory and thread helpers shared by the public API."""
+
+import contextlib
+import numbers
+import os
+
+import numpy as np
+from sklearn.utils import check_array
+from threadpoolctl import threadpool_limits
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_matrix(X, name, *, min_samples=1, min_features=1):
+    """Return X as a finite, C-contiguous float32/float64 2-D array (other dtypes become float64).
+
+    Non-contiguous and Fortran-ordered inputs are copied into C order; everything else is a view.
+    """
+    return check_array(
+        X,
+        dtype=list(FLOAT_DTYPES),
+        order="C",
+        ensure_min_samples=min_samples,
+        ensure_min_features=min_features,
+        input_name=name,
+    )
+
+
+def check_n_threads(n_threads):
+    """Validate the n_threads knob (None, k > 0, or -k for all cores but k - 1)."""
+    if n_threads is None:
+        return None
+    if not isinstance(n_threads, numbers.Integral) or isinstance(n_threads, bool) or n_threads == 0:
+        raise ValueError(f"n_threads: must be None, a positive int, or negative (-1 = all cores), got {n_threads!r}")
+    return int(n_threads)
+
+
+def check_positive(value, name, *, allow_none=False):
+    """Validate a strictly positive finite real number."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def available_memory_bytes():
+    """Memory the OS can still hand out, from /proc/meminfo where present."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits_in_memory(shape, dtype, name):
+    """Raise MemoryError before allocating an array that cannot fit in available memory."""
+    needed = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+    available = available_memory_bytes()
+    if available is not None and needed > available:
+        raise MemoryError(
+            f"{name}: a {' x '.join(map(str, shape))} {np.dtype(dtype).name} matrix needs "
+            f"{needed / 2**30:.1f} GiB but only {available / 2**30:.1f} GiB of memory is available; "
+            "use fewer samples or float32"
+        )
+
+
+@contextlib.contextmanager
+def blas_threads(n_threads):
+    """Limit the BLAS library's threads to n_threads for the duration (None: leave as is)."""
+    if n_threads is None:
+        yield
+        return
+    count = n_threads if n_threads > 0 else max(1, (os.cpu_count() or 1) + 1 + n_threads)
+    with threadpool_limits(limits=count, user_api="blas"):
+        yield

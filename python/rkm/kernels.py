@@ -1,0 +1,175 @@
+"""Kernel functions and kernel matrices.
+
+Canonical parameters follow scikit-learn: ``rbf`` is exp(-gamma ||x - y||^2), ``laplacian`` is
+exp(-gamma ||x - y||_1), ``poly`` is (gamma x^T y + coef0)^degree; ``gamma=None`` means 1 / n_features.
+The papers write the Gaussian bandwidth differently; :meth:`RBF.from_sigma` maps each convention:
+
+==================================  ==========================  ======================
+convention                          kernel                      gamma
+==================================  ==========================  ======================
+``"sklearn"`` (KAE, scikit-learn)   exp(-gamma d^2)             gamma
+``"suykens"`` (Suykens 2017,        exp(-d^2 / sigma^2)         1 / sigma^2
+LS-SVMlab ``sig2``)
+``"gaussian"`` (Constr-DRKM code,   exp(-d^2 / (2 sigma^2))     1 / (2 sigma^2)
+Gen-RKM, Mika et al. pre-images)
+==================================  ==========================  ======================
+
+For example Constr-DRKM's sigma^2 = 50 on MNIST in [0, 1] is ``RBF.from_sigma(sigma2=50,
+convention="gaussian")``, i.e. gamma = 0.01.
+"""
+
+import numbers
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from rkm import _core
+from rkm._base import blas_threads, check_fits_in_memory, check_matrix, check_n_threads, check_positive
+
+KERNEL_NAMES = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
+_ALIASES = {"polynomial": "poly", "gaussian": "rbf"}
+_GAMMA_KERNELS = ("poly", "rbf", "laplacian")
+
+
+def canonical_kernel_name(kernel):
+    """Return the canonical name of a kernel given by name (aliases accepted)."""
+    if not isinstance(kernel, str):
+        raise ValueError(f"kernel: must be a string or an rkm.kernels.Kernel, got {kernel!r}")
+    name = _ALIASES.get(kernel, kernel)
+    if name not in KERNEL_NAMES:
+        raise ValueError(f"kernel: unknown kernel {kernel!r}; choose one of {', '.join(KERNEL_NAMES)}")
+    return name
+
+
+def resolve_gamma(kernel, gamma, n_features):
+    """The gamma actually used: 1 / n_features when None, validated otherwise."""
+    if gamma is None:
+        return 1.0 / max(n_features, 1)
+    if kernel == "poly":
+        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma):
+            raise ValueError(f"gamma: must be a finite number, got {gamma!r}")
+        return float(gamma)
+    return check_positive(gamma, "gamma")
+
+
+def _check_kernel_arguments(kernel, degree, coef0):
+    if kernel != "poly":
+        return
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Real) or not np.isfinite(degree) or degree < 0:
+        raise ValueError(f"degree: must be a non-negative number, got {degree!r}")
+    if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
+        raise ValueError(f"coef0: must be a finite number, got {coef0!r}")
+
+
+def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+    """Kernel matrix K(X, Y), or K(X, X) built from one triangle when Y is None.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples_X, n_features)
+    Y : array-like of shape (n_samples_Y, n_features), default=None
+    kernel : {"linear", "poly", "rbf", "laplacian", "cosine", "tanimoto"} or Kernel, default="rbf"
+        A :class:`Kernel` instance brings its own parameters (gamma, degree, coef0 are then ignored).
+    gamma : float, default=None
+        Canonical bandwidth (see the module docstring); None means 1 / n_features.
+    degree, coef0 : float
+        Polynomial kernel parameters.
+    n_threads : int, default=None
+        Threads for the core and the BLAS library (None: OpenMP's default; -1: all cores).
+
+    Returns
+    -------
+    K : ndarray of shape (n_samples_X, n_samples_Y)
+        float32 when the inputs are float32, float64 otherwise.
+    """
+    if isinstance(kernel, Kernel):
+        return kernel(X, Y, n_threads=n_threads)
+    name = canonical_kernel_name(kernel)
+    n_threads = check_n_threads(n_threads)
+    X = check_matrix(X, "X")
+    if Y is not None:
+        Y = check_matrix(Y, "Y")
+        if Y.shape[1] != X.shape[1]:
+            raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
+        dtype = np.result_type(X.dtype, Y.dtype)
+        X, Y = X.astype(dtype, copy=False), Y.astype(dtype, copy=False)
+    gamma = resolve_gamma(name, gamma, X.shape[1]) if name in _GAMMA_KERNELS else 1.0
+    _check_kernel_arguments(name, degree, coef0)
+    n_y = X.shape[0] if Y is None else Y.shape[0]
+    check_fits_in_memory((X.shape[0], n_y), X.dtype, "X")
+    with blas_threads(n_threads):
+        return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads)
+
+
+class Kernel:
+    """A kernel function with explicit parameters; calling it returns a kernel matrix."""
+
+    name = ""
+
+    def params(self):
+        """The keyword arguments this kernel passes to :func:`kernel_matrix`."""
+        return asdict(self)
+
+    def __call__(self, X, Y=None, n_threads=None):
+        return kernel_matrix(X, Y, kernel=self.name, n_threads=n_threads, **self.params())
+
+
+@dataclass(frozen=True)
+class Linear(Kernel):
+    """k(x, y) = x^T y."""
+
+    name = "linear"
+
+
+@dataclass(frozen=True)
+class Polynomial(Kernel):
+    """k(x, y) = (gamma x^T y + coef0)^degree."""
+
+    degree: float = 3
+    gamma: float = None
+    coef0: float = 1.0
+    name = "poly"
+
+
+@dataclass(frozen=True)
+class RBF(Kernel):
+    """Gaussian kernel k(x, y) = exp(-gamma ||x - y||^2); see the module docstring for sigma conventions."""
+
+    gamma: float = None
+    name = "rbf"
+
+    @classmethod
+    def from_sigma(cls, sigma=None, *, sigma2=None, convention="suykens"):
+        """Build from a bandwidth sigma (or its square sigma2) in a paper's convention.
+
+        ``"suykens"``: exp(-d^2 / sigma^2); ``"gaussian"``: exp(-d^2 / (2 sigma^2)).
+        """
+        if (sigma is None) == (sigma2 is None):
+            raise ValueError("sigma, sigma2: give exactly one of them")
+        sigma2 = check_positive(sigma2, "sigma2") if sigma is None else check_positive(sigma, "sigma") ** 2
+        factors = {"suykens": 1.0, "gaussian": 2.0}
+        if convention not in factors:
+            raise ValueError(f"convention: must be one of {sorted(factors)}, got {convention!r}")
+        return cls(gamma=1.0 / (factors[convention] * sigma2))
+
+
+@dataclass(frozen=True)
+class Laplacian(Kernel):
+    """k(x, y) = exp(-gamma ||x - y||_1)."""
+
+    gamma: float = None
+    name = "laplacian"
+
+
+@dataclass(frozen=True)
+class Cosine(Kernel):
+    """k(x, y) = x^T y / (||x|| ||y||); 0 when either vector is zero."""
+
+    name = "cosine"
+
+
+@dataclass(frozen=True)
+class Tanimoto(Kernel):
+    """k(x, y) = x^T y / (||x||^2 + ||y||^2 - x^T y), for binary or count fingerprints; 1 for two zero vectors."""
+
+    name = "tanimoto"

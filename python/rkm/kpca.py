@@ -1,0 +1,404 @@
+"""Kernel PCA as a restricted kernel machine (Suykens 2017 section 3.4; Constr-DRKM section 4)."""
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rkm import _core
+from rkm._base import FLOAT_DTYPES, blas_threads, check_fits_in_memory, check_n_threads, check_positive
+from rkm.kernels import Kernel, canonical_kernel_name, kernel_matrix, resolve_gamma
+from rkm.preimage import gaussian_fixed_point, kernel_smoother
+
+_EIGEN_SOLVERS = ("auto", "dense", "krylov")
+_SCALINGS = ("hidden", "score", "sklearn")
+_PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
+# Below this many samples a full LAPACK decomposition is as fast as any iterative method.
+_DENSE_MAX_SAMPLES = 1000
+
+
+def krylov_block_size(n_components, n_samples):
+    """Block size of the Krylov solver: the wanted pairs plus a guard band that speeds convergence."""
+    return min(n_samples, n_components + max(10, n_components // 2))
+
+
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Kernel PCA in the restricted kernel machine (RKM) formulation.
+
+    Training finds hidden features H (n_samples x s, orthonormal columns) with
+    (1/eta) K_c H = H Lambda (Suykens 2017 eq. 3.27), K_c the centred kernel matrix. A new point x is
+    encoded by e = (1/eta) sum_j h_j k_c(x_j, x) (eq. 3.28) and h = e / lambda (Constr-DRKM eq. 4);
+    on the training points h equals the rows of H.
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        Number of components s. None keeps every component with a positive eigenvalue.
+    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel
+        "rbf" is exp(-gamma ||x - y||^2) as in scikit-learn; see :mod:`rkm.kernels` for the papers'
+        sigma conventions. "precomputed" takes a Gram matrix in ``fit`` and kernel rows
+        k(x*, X_train) in ``transform``.
+    gamma : float, default=None
+        Kernel bandwidth for rbf/laplacian/poly; None means 1 / n_features.
+    degree, coef0 : float
+        Polynomial kernel parameters.
+    eta : float, default=1.0
+        Regularisation constant eta of the RKM; eigenvalues_ are those of K_c / eta.
+    center : bool, default=True
+        Centre the kernel matrix (feature-space mean removal, Suykens eq. 2.16).
+    eigen_solver : {"auto", "dense", "krylov"}, default="auto"
+        "dense": LAPACK on the whole matrix; "krylov": restarted block Krylov for the top s pairs;
+        "auto": dense for at most 1000 samples or when s exceeds a fifth of them.
+    n_threads : int, default=None
+        Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
+    random_state : int, RandomState or None
+        Seeds the Krylov starting block.
+    tol : float, default=None
+        Relative residual ||K v - mu v|| / mu_max at which the Krylov solver stops (None: 1e-10 in
+        float64, 1e-4 in float32).
+    max_iter : int, default=None
+        Most block products of the Krylov solver (None: 100).
+    scaling : {"hidden", "score", "sklearn"}, default="hidden"
+        What ``transform`` returns: "hidden" the hidden features h (Constr-DRKM eq. 4, rows of H on
+        training data); "score" the error variables e = lambda h (Suykens eq. 3.28); "sklearn"
+        sqrt(eta lambda) h, the projections of ``sklearn.decomposition.KernelPCA``.
+    preimage : {"auto", "fixed_point", "smoother", "ridge"}, default="auto"
+        Pre-image method of ``inverse_transform``: the Gaussian fixed-point iteration of Mika et al.
+        (Constr-DRKM eq. 11; rbf only), the kernel smoother over the nearest training points
+        (Gen-RKM eq. 8), or a kernel ridge map from projections to inputs learned at fit time (as
+        scikit-learn's ``fit_inverse_transform``). "auto" is fixed_point for rbf, else smoother.
+    n_neighbors : int, default=10
+        Training points the kernel smoother averages.
+    preimage_alpha : float, default=1.0
+        Ridge penalty of the learned pre-image map.
+    preimage_max_iter : int, default=100
+        Iterations of the fixed-point pre-image.
+
+    Attributes
+    ----------
+    eigenvalues_ : ndarray of shape (s,)
+        Eigenvalues lambda of K_c / eta, descending (with eta=1 and centring, those of the centred
+        kernel matrix, as ``sklearn.decomposition.KernelPCA.eigenvalues_``).
+    H_ : ndarray of shape (n_samples, s)
+        Hidden features, orthonormal columns (the eigenvectors); ``eigenvectors_`` is the same array.
+    gamma_ : float
+        The kernel bandwidth used.
+    column_means_, grand_mean_ : training kernel statistics used to centre new kernel rows.
+    X_fit_ : ndarray, the training data (absent for a precomputed kernel).
+    eigen_solver_, preimage_ : the resolved methods.
+    n_iter_ : int, block products the Krylov solver used (1 for dense).
+    eigen_residuals_ : ndarray of shape (s,), relative residuals reached.
+    """
+
+    def __init__(
+        self,
+        n_components=None,
+        kernel="rbf",
+        gamma=None,
+        degree=3,
+        coef0=1.0,
+        eta=1.0,
+        center=True,
+        eigen_solver="auto",
+        n_threads=None,
+        random_state=None,
+        tol=None,
+        max_iter=None,
+        scaling="hidden",
+        preimage="auto",
+        n_neighbors=10,
+        preimage_alpha=1.0,
+        preimage_max_iter=100,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eta = eta
+        self.center = center
+        self.eigen_solver = eigen_solver
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.tol = tol
+        self.max_iter = max_iter
+        self.scaling = scaling
+        self.preimage = preimage
+        self.n_neighbors = n_neighbors
+        self.preimage_alpha = preimage_alpha
+        self.preimage_max_iter = preimage_max_iter
+
+    # ------------------------------------------------------------------ parameters
+
+    def _kernel_spec(self, n_features):
+        """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
+        if isinstance(self.kernel, Kernel):
+            params = self.kernel.params()
+            name = self.kernel.name
+            gamma = resolve_gamma(name, params.get("gamma"), n_features) if "gamma" in params else 1.0
+            return name, gamma, params.get("degree", 3), params.get("coef0", 1.0)
+        if self.kernel == "precomputed":
+            return "precomputed", None, None, None
+        name = canonical_kernel_name(self.kernel)
+        gamma = resolve_gamma(name, self.gamma, n_features) if name in ("rbf", "laplacian", "poly") else None
+        return name, gamma, self.degree, self.coef0
+
+    def _validate_params(self, n_samples):
+        if self.n_components is not None:
+            if not isinstance(self.n_components, numbers.Integral) or isinstance(self.n_components, bool):
+                raise ValueError(f"n_components: must be an int or None, got {self.n_components!r}")
+            if not 1 <= self.n_components <= n_samples:
+                raise ValueError(
+                    f"n_components: must be between 1 and n_samples={n_samples}, got {self.n_components}"
+                )
+        check_positive(self.eta, "eta")
+        check_n_threads(self.n_threads)
+        check_positive(self.tol, "tol", allow_none=True)
+        for name, value, allowed in (
+            ("eigen_solver", self.eigen_solver, _EIGEN_SOLVERS),
+            ("scaling", self.scaling, _SCALINGS),
+            ("preimage", self.preimage, _PREIMAGES),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
+        for name in ("max_iter", "n_neighbors", "preimage_max_iter"):
+            value = getattr(self, name)
+            if value is None and name == "max_iter":
+                continue
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}: must be a positive int, got {value!r}")
+        check_positive(self.preimage_alpha, "preimage_alpha")
+        if self.preimage == "fixed_point" and self._kernel_spec(1)[0] != "rbf":
+            raise ValueError("preimage: 'fixed_point' needs the rbf kernel")
+        if self.preimage == "ridge" and self.kernel == "precomputed":
+            raise ValueError("preimage: 'ridge' needs a kernel function, not 'precomputed'")
+        if self.preimage in ("fixed_point", "smoother") and self.kernel == "precomputed":
+            raise ValueError("preimage: input-space pre-images need a kernel function, not 'precomputed'")
+
+    # ------------------------------------------------------------------ fitting
+
+    def _training_kernel(self, X):
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        if name == "precomputed":
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
+            return X.copy(order="C") if self.center else X
+        return kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads)
+
+    def _resolve_solver(self, n_samples, n_components):
+        if self.eigen_solver != "auto":
+            return self.eigen_solver
+        dense = n_samples <= _DENSE_MAX_SAMPLES or 5 * n_components > n_samples
+        return "dense" if dense else "krylov"
+
+    def _eigenpairs(self, K, n_components):
+        solver = self._resolve_solver(K.shape[0], n_components)
+        with blas_threads(self.n_threads):
+            if solver == "dense":
+                w, V = _core.eigh(K, self.n_threads)
+                w, V = w[:n_components], np.ascontiguousarray(V[:, :n_components])
+                residuals = np.linalg.norm(K @ V - V * w, axis=0) / max(abs(w).max(), np.finfo(float).tiny)
+                return solver, w, V, residuals, 1
+            rng = check_random_state(self.random_state)
+            block = krylov_block_size(n_components, K.shape[0])
+            start = rng.standard_normal((K.shape[0], block)).astype(K.dtype)
+            w, V, residuals, n_iter, converged = _core.top_eigsh(
+                K, n_components, start, self.tol, self.max_iter, self.n_threads
+            )
+        if not converged:
+            warnings.warn(
+                f"KernelPCA: the Krylov eigensolver stopped after {n_iter} block products with relative "
+                f"residuals up to {residuals.max():.2e} (tol {self.tol or 'default'}); increase max_iter",
+                ConvergenceWarning,
+            )
+        return solver, w, V, residuals, n_iter
+
+    def fit(self, X, y=None):
+        """Fit the model from data X (or a Gram matrix when kernel="precomputed").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=1)
+        n_samples = X.shape[0]
+        self._validate_params(n_samples)
+        if self.center and n_samples == 1:
+            raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
+        check_fits_in_memory((n_samples, n_samples), X.dtype, "X")
+        name, self.gamma_, _, _ = self._kernel_spec(X.shape[1])
+        K = self._training_kernel(X)
+        if self.center:
+            self.column_means_, self.grand_mean_ = _core.center_kernel(K, self.n_threads)
+        n_wanted = self.n_components or n_samples
+        self.eigen_solver_, w, V, self.eigen_residuals_, self.n_iter_ = self._eigenpairs(K, n_wanted)
+        del K
+        eigenvalues = np.maximum(w, 0) / self.eta
+        if self.n_components is None:
+            keep = eigenvalues > eigenvalues[0] * np.finfo(X.dtype).eps * n_samples if eigenvalues[0] > 0 else []
+            eigenvalues, V = eigenvalues[keep], V[:, keep]
+            self.eigen_residuals_ = self.eigen_residuals_[keep]
+        self.eigenvalues_ = eigenvalues.astype(X.dtype)
+        self.H_ = self.eigenvectors_ = np.ascontiguousarray(V, dtype=X.dtype)
+        if name != "precomputed":
+            self.X_fit_ = X
+        self.preimage_ = self._resolve_preimage(name)
+        if self.preimage_ == "ridge":
+            self._fit_ridge_preimage(X)
+        return self
+
+    def _resolve_preimage(self, kernel_name):
+        if kernel_name == "precomputed":
+            return None
+        if self.preimage == "auto":
+            return "fixed_point" if kernel_name == "rbf" else "smoother"
+        return self.preimage
+
+    # ------------------------------------------------------------------ encoding
+
+    @property
+    def _n_features_out(self):
+        return self.eigenvalues_.shape[0]
+
+    def _hidden_to_output(self, H):
+        if self.scaling == "hidden":
+            return H
+        if self.scaling == "score":
+            return H * self.eigenvalues_
+        return H * np.sqrt(self.eta * self.eigenvalues_)
+
+    def _output_to_hidden(self, Z):
+        if self.scaling == "hidden":
+            return Z
+        factor = self.eigenvalues_ if self.scaling == "score" else np.sqrt(self.eta * self.eigenvalues_)
+        return np.divide(Z, factor, out=np.zeros_like(Z), where=factor > 0)
+
+    def _kernel_rows(self, X):
+        """Centred kernel rows k_c(x*, X_train) for new points."""
+        if self.kernel == "precomputed":
+            if X.shape[1] != self.H_.shape[0]:
+                raise ValueError(f"X: precomputed kernel rows need {self.H_.shape[0]} columns, got {X.shape[1]}")
+            K_rows = X.copy(order="C")
+        else:
+            name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+            K_rows = kernel_matrix(X, self.X_fit_, name, gamma, degree, coef0, n_threads=self.n_threads)
+        if self.center:
+            _core.center_kernel_rows(K_rows, self.column_means_, self.grand_mean_, self.n_threads)
+        return K_rows
+
+    def _hidden(self, X):
+        """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4)."""
+        scores = self._kernel_rows(X) @ self.H_ / self.eta
+        return np.divide(scores, self.eigenvalues_, out=np.zeros_like(scores), where=self.eigenvalues_ > 0)
+
+    def transform(self, X):
+        """Project X onto the components, in the convention chosen by ``scaling``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            For kernel="precomputed": kernel rows k(X, X_train) of shape (n_samples, n_train).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        return self._hidden_to_output(self._hidden(X))
+
+    def fit_transform(self, X, y=None):
+        """Fit and return the training projections (the hidden features H, scaled per ``scaling``)."""
+        self.fit(X)
+        return self._hidden_to_output(self.H_.copy())
+
+    # ------------------------------------------------------------------ pre-images
+
+    def _fit_ridge_preimage(self, X):
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        Z = self.H_ * np.sqrt(self.eta * self.eigenvalues_)
+        K = kernel_matrix(Z, None, name, gamma, degree, coef0, n_threads=self.n_threads).astype(np.float64)
+        K.flat[:: K.shape[0] + 1] += self.preimage_alpha
+        self.preimage_dual_coef_ = np.linalg.solve(K, X.astype(np.float64)).astype(X.dtype)
+
+    def _similarities(self, H):
+        """Predicted (uncentred up to a per-point constant) similarities k(x_j, x*) from hidden features (Gen-RKM eq. 7)."""
+        S = (H * self.eigenvalues_) @ self.H_.T
+        return S + self.column_means_ if self.center else S
+
+    def _expansion_coefficients(self, H):
+        """Coefficients c with P phi(x*) = sum_i c_i phi(x_i), including the feature-space mean when centred."""
+        beta = H @ self.H_.T
+        if not self.center:
+            return beta
+        return beta + (1.0 - beta.sum(axis=1, keepdims=True)) / self.H_.shape[0]
+
+    def _preimage(self, H, X_start=None):
+        if self.preimage_ is None:
+            raise ValueError("inverse_transform: not available for a precomputed kernel")
+        if self.preimage_ == "ridge":
+            name, gamma, degree, coef0 = self._kernel_spec(self.X_fit_.shape[1])
+            Z = self._hidden_to_sklearn(H)
+            Z_fit = self.H_ * np.sqrt(self.eta * self.eigenvalues_)
+            return kernel_matrix(Z, Z_fit, name, gamma, degree, coef0, n_threads=self.n_threads) @ self.preimage_dual_coef_
+        smoothed = kernel_smoother(self._similarities(H), self.X_fit_, self.n_neighbors)
+        if self.preimage_ == "smoother":
+            return smoothed
+        start = smoothed if X_start is None else X_start
+        X, _ = gaussian_fixed_point(
+            self._expansion_coefficients(H), self.X_fit_, self.gamma_, start, self.preimage_max_iter,
+            n_threads=self.n_threads,
+        )
+        return X
+
+    def _hidden_to_sklearn(self, H):
+        return (H * np.sqrt(self.eta * self.eigenvalues_)).astype(self.H_.dtype)
+
+    def inverse_transform(self, X):
+        """Map projections back to input space by the pre-image method ``preimage``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components), in the convention of ``scaling``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        Z = np.asarray(X, dtype=self.H_.dtype)
+        if Z.ndim != 2 or Z.shape[1] != self.H_.shape[1]:
+            raise ValueError(f"X: expected shape (n_samples, {self.H_.shape[1]}), got {Z.shape}")
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("X: contains NaN or infinity")
+        return self._preimage(self._output_to_hidden(Z))
+
+    def denoise(self, X):
+        """Project X on the s components and map it back (for rbf, the fixed point starts at X itself).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        return self._preimage(self._hidden(X), X_start=X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -1,0 +1,86 @@
+"""Pre-image maps: from a point in feature space back to input space.
+
+These are shared by every model whose feature space is only known through a kernel.
+"""
+
+import numpy as np
+
+from rkm.kernels import kernel_matrix
+
+
+def kernel_smoother(similarities, X_train, n_neighbors):
+    """Kernel-smoother pre-image (Gen-RKM eq. 8).
+
+    Each pre-image is the weighted mean of its ``n_neighbors`` most similar training points. The
+    similarities of those neighbours are scaled to (0, 1] relative to the first excluded one (the
+    paper's "scaled similarities between 0 and 1"), so nearer points weigh more.
+
+    Parameters
+    ----------
+    similarities : ndarray of shape (n_points, n_train)
+        Predicted similarities k(x_j, x*) of each point to each training point.
+    X_train : ndarray of shape (n_train, n_features)
+    n_neighbors : int
+
+    Returns
+    -------
+    ndarray of shape (n_points, n_features)
+    """
+    n_train = X_train.shape[0]
+    k = min(int(n_neighbors), n_train)
+    if k < n_train:
+        order = np.argpartition(-similarities, k, axis=1)
+        nearest, floor_index = order[:, :k], order[:, k]
+        floor = np.take_along_axis(similarities, floor_index[:, None], axis=1)
+    else:
+        nearest = np.broadcast_to(np.arange(n_train), similarities.shape)
+        floor = similarities.min(axis=1, keepdims=True)
+    top = np.take_along_axis(similarities, nearest, axis=1)
+    spread = top.max(axis=1, keepdims=True) - floor
+    # Equal similarities (spread 0) fall back to a plain average of the neighbours.
+    weights = np.where(spread > 0, (top - floor) / np.where(spread > 0, spread, 1.0), 1.0)
+    weights = np.where(weights.sum(axis=1, keepdims=True) > 0, weights, 1.0)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.einsum("pk,pkf->pf", weights, X_train[nearest])
+
+
+def gaussian_fixed_point(coefficients, X_train, gamma, X_start, max_iter=100, tol=1e-6, n_threads=None):
+    """Fixed-point pre-image for the Gaussian kernel (Mika et al. 1999; Constr-DRKM, iteration after eq. 11).
+
+    Minimises ||phi(x) - sum_i c_i phi(x_i)||^2 for k(x, y) = exp(-gamma ||x - y||^2) by iterating
+    x <- sum_i c_i k(x, x_i) x_i / sum_i c_i k(x, x_i). A point whose denominator vanishes keeps its
+    last iterate.
+
+    Parameters
+    ----------
+    coefficients : ndarray of shape (n_points, n_train)
+        Expansion coefficients c of each target feature-space point over the training points.
+    X_train : ndarray of shape (n_train, n_features)
+    gamma : float
+    X_start : ndarray of shape (n_points, n_features)
+    max_iter : int
+    tol : float
+        A point stops when its step is below tol times (1 + its norm).
+
+    Returns
+    -------
+    X : ndarray of shape (n_points, n_features)
+    n_iter : int
+        Iterations of the slowest point.
+    """
+    X = np.array(X_start, dtype=X_train.dtype, order="C", copy=True)
+    active = np.arange(X.shape[0])
+    n_iter = 0
+    while active.size and n_iter < max_iter:
+        n_iter += 1
+        weights = kernel_matrix(X[active], X_train, "rbf", gamma=gamma, n_threads=n_threads)
+        weights *= coefficients[active]
+        denominator = weights.sum(axis=1)
+        usable = np.abs(denominator) > np.finfo(X.dtype).tiny
+        updated = X[active].copy()
+        updated[usable] = (weights[usable] @ X_train) / denominator[usable, None]
+        step = np.linalg.norm(updated - X[active], axis=1)
+        X[active] = updated
+        moving = usable & (step > tol * (1.0 + np.linalg.norm(updated, axis=1)))
+        active = active[moving]
+    return X, n_iter
