@@ -7,18 +7,26 @@ namespace rkm::bind {
 namespace {
 
 template <typename T>
-RowMatrix<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRef<T>> Y, const std::string& kernel,
-                              std::optional<double> gamma, double degree, double coef0,
-                              std::optional<int> n_threads) {
+py::array_t<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRef<T>> Y, const std::string& kernel,
+                                std::optional<double> gamma, double degree, double coef0,
+                                std::optional<int> n_threads) {
   KernelSpec spec;
   spec.type = parse_kernel(kernel);
   spec.gamma = gamma.value_or(X.cols() > 0 ? 1.0 / static_cast<double>(X.cols()) : 1.0);
   spec.degree = degree;
   spec.coef0 = coef0;
   const int threads = thread_count(n_threads);
-  // Safe without the GIL: only Eigen views of NumPy buffers that the caller's arguments keep alive.
-  py::gil_scoped_release release;
-  return kernel_matrix<T>(X, Y ? &*Y : nullptr, spec, threads);
+  const Eigen::Index n_y = Y ? Y->rows() : X.rows();
+  // NumPy allocates the result: it asks the OS for transparent huge pages on large arrays, which makes
+  // the first touch of an N x N matrix several times cheaper than Eigen's plain malloc.
+  py::array_t<T> out({X.rows(), n_y});
+  Eigen::Map<RowMatrix<T>> view(out.mutable_data(), X.rows(), n_y);
+  {
+    // Safe without the GIL: only Eigen views of NumPy buffers that stay referenced until we return.
+    py::gil_scoped_release release;
+    kernel_matrix_into<T>(X, Y ? &*Y : nullptr, spec, view, threads);
+  }
+  return out;
 }
 
 template <typename T>

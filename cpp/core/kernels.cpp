@@ -150,21 +150,9 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   }
 }
 
-template <typename T>
-RowMatrix<T> kernel_matrix(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
-                           int n_threads) {
-  RowMatrix<T> out(X.rows(), Y == nullptr ? X.rows() : Y->rows());
-  kernel_matrix_into<T>(X, Y, spec, out, n_threads);
-  return out;
-}
-
 template void kernel_matrix_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
                                         const KernelSpec&, MatrixRef<float>, int);
 template void kernel_matrix_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
                                          const KernelSpec&, MatrixRef<double>, int);
-template RowMatrix<float> kernel_matrix<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
-                                               const KernelSpec&, int);
-template RowMatrix<double> kernel_matrix<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
-                                                 const KernelSpec&, int);
 
 }  // namespace rkm

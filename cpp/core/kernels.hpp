@@ -30,8 +30,4 @@ template <typename T>
 void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
                         MatrixRef<T> out, int n_threads);
 
-template <typename T>
-RowMatrix<T> kernel_matrix(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
-                           int n_threads);
-
 }  // namespace rkm

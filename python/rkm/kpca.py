@@ -21,6 +21,17 @@ _PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
 _DENSE_MAX_SAMPLES = 1000
 
 
+def _numerically_positive(eigenvalues, dtype):
+    """Eigenvalues of a PSD matrix with rounding noise set to zero (scikit-learn's thresholds).
+
+    Values below 1e-12 (float64) or 2e-7 (float32) times the largest one are indistinguishable from zero;
+    their components then project to zero instead of dividing by noise.
+    """
+    ratio = 1e-12 if dtype == np.float64 else 2e-7
+    largest = eigenvalues.max(initial=0.0)
+    return np.where(eigenvalues > largest * ratio, eigenvalues, 0.0)
+
+
 def krylov_block_size(n_components, n_samples):
     """Block size of the Krylov solver: the wanted pairs plus a guard band that speeds convergence."""
     return min(n_samples, n_components + max(10, n_components // 2))
@@ -242,9 +253,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         n_wanted = self.n_components or n_samples
         self.eigen_solver_, w, V, self.eigen_residuals_, self.n_iter_ = self._eigenpairs(K, n_wanted)
         del K
-        eigenvalues = np.maximum(w, 0) / self.eta
+        eigenvalues = _numerically_positive(w, X.dtype) / self.eta
         if self.n_components is None:
-            keep = eigenvalues > eigenvalues[0] * np.finfo(X.dtype).eps * n_samples if eigenvalues[0] > 0 else []
+            keep = eigenvalues > 0
             eigenvalues, V = eigenvalues[keep], V[:, keep]
             self.eigen_residuals_ = self.eigen_residuals_[keep]
         self.eigenvalues_ = eigenvalues.astype(X.dtype)

@@ -1,0 +1,21 @@
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+# Per-dtype tolerances for comparisons of the compiled core with the NumPy reference.
+TOLERANCES = {np.float64: dict(rtol=1e-10, atol=1e-10), np.float32: dict(rtol=2e-5, atol=2e-5)}
+
+
+@pytest.fixture(params=[np.float64, np.float32], ids=["float64", "float32"])
+def dtype(request):
+    return request.param
+
+
+@pytest.fixture
+def tol(dtype):
+    return TOLERANCES[dtype]

@@ -1,0 +1,261 @@
+"""Every routine of the compiled core against its NumPy twin in rkm.reference."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from rkm import _core, reference
+
+KERNELS = ["linear", "poly", "rbf", "laplacian", "cosine", "tanimoto"]
+SHAPES = [(1, 1), (1, 5), (7, 1), (33, 3), (300, 17), (701, 64)]
+
+
+def _data(rng, shape, dtype, kernel):
+    X = rng.normal(size=shape)
+    if kernel == "tanimoto":  # count fingerprints
+        X = rng.poisson(1.0, size=shape).astype(float)
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kernel_matrix_symmetric_matches_reference(rng, dtype, tol, kernel, shape):
+    X = _data(rng, shape, dtype, kernel)
+    gamma = 0.3 if kernel != "poly" else 0.1
+    K = _core.kernel_matrix(X, None, kernel, gamma, 3, 1.0)
+    expected = reference.kernel_matrix(X, None, kernel, gamma, 3, 1.0)
+    assert K.dtype == dtype and K.shape == (shape[0], shape[0])
+    np.testing.assert_allclose(K, expected, **tol)
+    assert np.array_equal(K, K.T)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_matrix_cross_matches_reference(rng, dtype, tol, kernel):
+    X, Y = _data(rng, (120, 9), dtype, kernel), _data(rng, (45, 9), dtype, kernel)
+    K = _core.kernel_matrix(X, Y, kernel)
+    np.testing.assert_allclose(K, reference.kernel_matrix(X, Y, kernel), **tol)
+
+
+def test_kernel_matrix_spans_several_bands(rng):
+    # Large enough that the banded build runs several GEMM bands and column chunks.
+    X = rng.normal(size=(2600, 8))
+    np.testing.assert_allclose(_core.kernel_matrix(X, None, "rbf", 0.2), reference.kernel_matrix(X, None, "rbf", 0.2),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_matrix_default_gamma_is_inverse_features(rng):
+    X = rng.normal(size=(20, 4))
+    np.testing.assert_allclose(_core.kernel_matrix(X), reference.kernel_matrix(X, None, "rbf", 0.25), rtol=1e-12)
+
+
+def test_rbf_float32_keeps_precision_far_from_origin(rng):
+    # ||x||^2 + ||y||^2 - 2 x^T y cancels badly for data far from the origin unless it is shifted.
+    X = (1000.0 + rng.normal(size=(200, 5))).astype(np.float32)
+    exact = reference.kernel_matrix(X.astype(np.float64), None, "rbf", 0.5)
+    np.testing.assert_allclose(_core.kernel_matrix(X, None, "rbf", 0.5), exact, atol=1e-5)
+
+
+def test_kernel_matrix_rejects_unknown_kernel(rng):
+    with pytest.raises(ValueError, match="kernel"):
+        _core.kernel_matrix(rng.normal(size=(3, 2)), None, "sigmoid")
+
+
+def test_kernel_matrix_rejects_mismatched_features(rng):
+    with pytest.raises(ValueError, match="features"):
+        _core.kernel_matrix(rng.normal(size=(3, 2)), rng.normal(size=(3, 4)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 50, 333])
+def test_center_kernel_matches_reference(rng, dtype, tol, n):
+    K = reference.kernel_matrix(rng.normal(size=(n, 4)).astype(dtype), None, "rbf", 0.5)
+    K_core, K_ref = K.copy(), K.copy()
+    means_core, grand_core = _core.center_kernel(K_core)
+    means_ref, grand_ref = reference.center_kernel(K_ref)
+    np.testing.assert_allclose(K_core, K_ref, **tol)
+    np.testing.assert_allclose(means_core, means_ref, **tol)
+    assert grand_core == pytest.approx(grand_ref, rel=1e-6)
+    assert means_core.dtype == dtype
+
+
+def test_center_kernel_rows_matches_reference(rng, dtype, tol):
+    X, Xt = rng.normal(size=(80, 3)).astype(dtype), rng.normal(size=(13, 3)).astype(dtype)
+    means, grand = reference.center_kernel(reference.kernel_matrix(X, None, "rbf", 0.5))
+    rows_core = reference.kernel_matrix(Xt, X, "rbf", 0.5)
+    rows_ref = rows_core.copy()
+    _core.center_kernel_rows(rows_core, means, grand)
+    reference.center_kernel_rows(rows_ref, means, grand)
+    np.testing.assert_allclose(rows_core, rows_ref, **tol)
+
+
+def test_center_kernel_requires_square(rng):
+    with pytest.raises(ValueError, match="square"):
+        _core.center_kernel(rng.normal(size=(3, 4)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 40, 257])
+def test_eigh_matches_reference(rng, dtype, n):
+    A = rng.normal(size=(n, n))
+    A = (A + A.T).astype(dtype)
+    w, V = _core.eigh(A)
+    w_ref, V_ref = reference.eigh(A)
+    scale = max(1.0, np.abs(w_ref).max())
+    atol = 1e-10 * scale if dtype == np.float64 else 1e-3 * scale
+    np.testing.assert_allclose(w, w_ref, atol=atol)
+    assert np.all(np.diff(w) <= 0)
+    np.testing.assert_allclose(A @ V, V * w, atol=atol * 10)
+    # Signs are fixed the same way: the largest-magnitude entry of each eigenvector is positive.
+    rows = np.abs(V).argmax(axis=0)
+    assert np.all(V[rows, np.arange(n)] > 0)
+
+
+def _spd_with_decay(rng, n, decay=0.9):
+    Q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    return (Q * decay ** np.arange(n)) @ Q.T
+
+
+def _subspace_angle(U, V):
+    return np.linalg.norm(U @ (U.T @ V) - V, 2)
+
+
+@pytest.mark.parametrize("n,s", [(1, 1), (5, 5), (64, 3), (300, 10), (800, 25)])
+def test_top_eigsh_matches_dense(rng, n, s):
+    A = _spd_with_decay(rng, n)
+    start = rng.normal(size=(n, min(n, s + 10)))
+    w, V, residuals, n_iter, converged = _core.top_eigsh(A, s, start)
+    w_ref, V_ref, *_ = reference.top_eigsh(A, s, start)
+    assert converged and n_iter >= 1
+    np.testing.assert_allclose(w, w_ref, rtol=1e-8, atol=1e-12)
+    assert _subspace_angle(V, V_ref) < 1e-6
+    assert np.all(residuals <= 1e-10)
+    np.testing.assert_allclose(V.T @ V, np.eye(s), atol=1e-10)
+
+
+def test_top_eigsh_on_kernel_matrix_float32(rng):
+    X = rng.normal(size=(1200, 6)).astype(np.float32)
+    K = reference.kernel_matrix(X, None, "rbf", 0.5)
+    reference.center_kernel(K)
+    start = rng.normal(size=(1200, 20)).astype(np.float32)
+    w, V, residuals, _, converged = _core.top_eigsh(K, 8, start)
+    w_ref, V_ref = reference.eigh(K.astype(np.float64))
+    assert converged and w.dtype == np.float32 and V.dtype == np.float32
+    np.testing.assert_allclose(w, w_ref[:8], rtol=1e-4)
+    assert _subspace_angle(V.astype(float), V_ref[:, :8]) < 1e-2
+
+
+def test_top_eigsh_reports_non_convergence(rng):
+    A = _spd_with_decay(rng, 600, decay=0.9999)  # nearly flat spectrum: hard for any Krylov method
+    w, V, residuals, n_iter, converged = _core.top_eigsh(A, 5, rng.normal(size=(600, 6)), 1e-12, 2)
+    assert not converged and n_iter == 2
+    assert residuals.shape == (5,) and residuals.max() > 1e-12
+
+
+def test_top_eigsh_is_deterministic(rng):
+    A = _spd_with_decay(rng, 400)
+    start = rng.normal(size=(400, 15))
+    first, second = _core.top_eigsh(A, 5, start), _core.top_eigsh(A, 5, start)
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+
+
+def test_top_eigsh_operator_matches_matrix(rng):
+    A = _spd_with_decay(rng, 500)
+    start = rng.normal(size=(500, 16))
+    w_op, V_op, *_ = _core.top_eigsh_operator(lambda B: A @ B, 500, 6, start)
+    w, V, *_ = _core.top_eigsh(A, 6, start)
+    np.testing.assert_allclose(w_op, w, rtol=1e-10)
+    w_ref, V_ref, *_ = reference.top_eigsh_operator(lambda B: A @ B, 500, 6, start)
+    np.testing.assert_allclose(w_op, w_ref, rtol=1e-8)
+
+
+def test_top_eigsh_operator_propagates_callback_errors(rng):
+    def broken(B):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        _core.top_eigsh_operator(broken, 200, 3, rng.normal(size=(200, 8)))
+    with pytest.raises(ValueError, match="matmat"):
+        _core.top_eigsh_operator(lambda B: B[:, :1], 200, 3, rng.normal(size=(200, 8)))
+
+
+@pytest.mark.parametrize("bad", [dict(n_components=0), dict(n_components=9), dict(tol=-1.0), dict(max_iter=0)])
+def test_top_eigsh_validates_arguments(rng, bad):
+    A = _spd_with_decay(rng, 8)
+    args = dict(n_components=2, start=rng.normal(size=(8, 3)), tol=None, max_iter=None) | bad
+    with pytest.raises(ValueError):
+        _core.top_eigsh(A, **args)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_results_do_not_depend_on_thread_count(rng, threads):
+    X = rng.normal(size=(900, 12))
+    K1 = _core.kernel_matrix(X, None, "rbf", 0.1, n_threads=1)
+    Kt = _core.kernel_matrix(X, None, "rbf", 0.1, n_threads=threads)
+    np.testing.assert_allclose(Kt, K1, rtol=1e-13, atol=1e-14)
+    C1, Ct = K1.copy(), Kt.copy()
+    _core.center_kernel(C1, n_threads=1)
+    _core.center_kernel(Ct, n_threads=threads)
+    np.testing.assert_allclose(Ct, C1, rtol=1e-12, atol=1e-13)
+
+
+def test_same_thread_count_is_bit_identical(rng):
+    X = rng.normal(size=(700, 5))
+    K = _core.kernel_matrix(X, None, "laplacian", 0.3, n_threads=2)
+    assert np.array_equal(K, _core.kernel_matrix(X, None, "laplacian", 0.3, n_threads=2))
+    C1, C2 = K.copy(), K.copy()
+    _core.center_kernel(C1, n_threads=2)
+    _core.center_kernel(C2, n_threads=2)
+    assert np.array_equal(C1, C2)
+
+
+def test_n_threads_zero_is_rejected(rng):
+    with pytest.raises(ValueError, match="n_threads"):
+        _core.kernel_matrix(rng.normal(size=(3, 2)), n_threads=0)
+
+
+def test_two_python_threads_run_the_core_concurrently(rng):
+    # Each call releases the GIL; both threads must finish with correct results.
+    X = rng.normal(size=(1500, 16))
+    expected = reference.kernel_matrix(X, None, "rbf", 0.05)
+    results = [None, None]
+
+    def work(slot):
+        results[slot] = _core.kernel_matrix(X, None, "rbf", 0.05, n_threads=1)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for result in results:
+        np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def eigen_backend():
+    _core.set_blas_backend("eigen")
+    yield
+    _core.set_blas_backend("scipy")
+
+
+def test_eigen_fallback_agrees_with_scipy_blas(rng, eigen_backend):
+    assert _core.blas_backend() == "eigen"
+    X = rng.normal(size=(400, 7))
+    K = _core.kernel_matrix(X, None, "rbf", 0.2)
+    np.testing.assert_allclose(K, reference.kernel_matrix(X, None, "rbf", 0.2), rtol=1e-12, atol=1e-12)
+    w, V = _core.eigh(K)
+    np.testing.assert_allclose(w, reference.eigh(K)[0], atol=1e-10)
+    w_top, *_ , converged = _core.top_eigsh(K, 5, rng.normal(size=(400, 15)))
+    assert converged
+    np.testing.assert_allclose(w_top, w[:5], rtol=1e-8)
+
+
+def test_unknown_blas_backend_is_rejected():
+    with pytest.raises(ValueError, match="backend"):
+        _core.set_blas_backend("mkl")
+
+
+def test_core_version_matches_package():
+    import rkm
+
+    assert _core.__version__ == rkm.__version__
+    assert _core.config()["version"] == rkm.__version__

@@ -1,0 +1,121 @@
+"""The public kernel API: validation, conversions, conventions."""
+
+import numpy as np
+import pytest
+from sklearn.metrics.pairwise import pairwise_kernels
+
+from rkm import reference
+from rkm.kernels import RBF, Cosine, Laplacian, Linear, Polynomial, Tanimoto, kernel_matrix
+
+
+def test_matches_sklearn_for_shared_kernels(rng):
+    X, Y = rng.normal(size=(60, 5)), rng.normal(size=(20, 5))
+    for name, params in [("linear", {}), ("poly", dict(gamma=0.3, degree=2, coef0=0.5)), ("rbf", dict(gamma=0.4)),
+                         ("laplacian", dict(gamma=0.2)), ("cosine", {})]:
+        expected = pairwise_kernels(X, Y, metric=name if name != "poly" else "polynomial", **params)
+        np.testing.assert_allclose(kernel_matrix(X, Y, name, **params), expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", [Linear(), Polynomial(degree=2, gamma=0.5), RBF(gamma=0.7), Laplacian(gamma=0.1),
+                                    Cosine(), Tanimoto()])
+def test_kernel_objects_equal_named_kernels(rng, kernel):
+    X = np.abs(rng.normal(size=(30, 4)))
+    np.testing.assert_allclose(kernel(X), kernel_matrix(X, None, kernel.name, **kernel.params()))
+    np.testing.assert_allclose(kernel_matrix(X, kernel=kernel), kernel(X))
+
+
+def test_sigma_conventions(rng):
+    X = rng.normal(size=(25, 3))
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(RBF.from_sigma(2.0, convention="suykens")(X), np.exp(-d2 / 4.0), rtol=1e-12)
+    # Constr-DRKM: exp(-d^2 / (2 sigma^2)) with sigma^2 = 50.
+    np.testing.assert_allclose(RBF.from_sigma(sigma2=50, convention="gaussian")(X), np.exp(-d2 / 100.0), rtol=1e-12)
+    assert RBF.from_sigma(sigma2=50, convention="gaussian").gamma == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("args", [dict(), dict(sigma=1.0, sigma2=1.0), dict(sigma=-1.0), dict(sigma=1.0, convention="x")])
+def test_sigma_conventions_validate(args):
+    with pytest.raises(ValueError):
+        RBF.from_sigma(**args)
+
+
+def test_aliases_and_unknown_names(rng):
+    X = rng.normal(size=(5, 2))
+    np.testing.assert_allclose(kernel_matrix(X, kernel="gaussian"), kernel_matrix(X, kernel="rbf"))
+    np.testing.assert_allclose(kernel_matrix(X, kernel="polynomial"), kernel_matrix(X, kernel="poly"))
+    with pytest.raises(ValueError, match="kernel"):
+        kernel_matrix(X, kernel="sigmoid")
+
+
+def test_integer_and_noncontiguous_inputs_are_converted(rng):
+    X = rng.integers(0, 5, size=(40, 6))
+    K = kernel_matrix(X)
+    assert K.dtype == np.float64
+    np.testing.assert_allclose(K, reference.kernel_matrix(X.astype(float)), rtol=1e-12)
+    Xf = np.asfortranarray(rng.normal(size=(40, 6)))
+    np.testing.assert_allclose(kernel_matrix(Xf), reference.kernel_matrix(np.ascontiguousarray(Xf)), rtol=1e-12)
+    Xs = rng.normal(size=(80, 12))[::2, ::2]
+    np.testing.assert_allclose(kernel_matrix(Xs), reference.kernel_matrix(np.ascontiguousarray(Xs)), rtol=1e-12)
+
+
+def test_float32_is_preserved_and_mixed_dtypes_upcast(rng):
+    X = rng.normal(size=(10, 3)).astype(np.float32)
+    assert kernel_matrix(X).dtype == np.float32
+    assert kernel_matrix(X, X.astype(np.float64)).dtype == np.float64
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_is_rejected(rng, bad):
+    X = rng.normal(size=(5, 2))
+    X[2, 1] = bad
+    with pytest.raises(ValueError, match="X"):
+        kernel_matrix(X)
+    with pytest.raises(ValueError, match="Y"):
+        kernel_matrix(rng.normal(size=(5, 2)), X)
+
+
+def test_shape_errors(rng):
+    with pytest.raises(ValueError, match="2D array"):
+        kernel_matrix(np.arange(4.0))
+    with pytest.raises(ValueError):
+        kernel_matrix(np.empty((0, 3)))
+    with pytest.raises(ValueError, match="features"):
+        kernel_matrix(rng.normal(size=(4, 3)), rng.normal(size=(4, 2)))
+
+
+@pytest.mark.parametrize("gamma", [0.0, -1.0, np.nan, np.inf, "1"])
+def test_invalid_gamma(rng, gamma):
+    with pytest.raises(ValueError, match="gamma"):
+        kernel_matrix(rng.normal(size=(4, 2)), kernel="rbf", gamma=gamma)
+
+
+def test_invalid_polynomial_parameters(rng):
+    X = rng.normal(size=(4, 2))
+    with pytest.raises(ValueError, match="degree"):
+        kernel_matrix(X, kernel="poly", degree=-1)
+    with pytest.raises(ValueError, match="coef0"):
+        kernel_matrix(X, kernel="poly", coef0=np.nan)
+
+
+@pytest.mark.parametrize("n_threads", [0, 1.5, "2", True])
+def test_invalid_n_threads(rng, n_threads):
+    with pytest.raises(ValueError, match="n_threads"):
+        kernel_matrix(rng.normal(size=(4, 2)), n_threads=n_threads)
+
+
+def test_matrix_too_large_for_memory_fails_before_allocating():
+    # A 10^6 x 10^6 float64 matrix needs 7.3 TiB; the check must fire without touching that memory.
+    X = np.zeros((1_000_000, 1))
+    with pytest.raises(MemoryError, match="GiB"):
+        kernel_matrix(X)
+
+
+def test_tanimoto_on_binary_fingerprints(rng):
+    X = (rng.random(size=(30, 64)) < 0.2).astype(float)
+    K = kernel_matrix(X, kernel="tanimoto")
+    inter = X @ X.T
+    counts = X.sum(1)
+    expected = np.where(counts[:, None] + counts[None, :] - inter > 0,
+                        inter / np.maximum(counts[:, None] + counts[None, :] - inter, 1), 1.0)
+    np.testing.assert_allclose(K, expected, rtol=1e-12)
+    assert np.all(np.diag(K) == 1.0)

@@ -1,0 +1,204 @@
+"""rkm.KernelPCA: the RKM formulation against scikit-learn, identities, pre-images and bad input."""
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.decomposition import KernelPCA as SklearnKernelPCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import pairwise_kernels
+
+from rkm import KernelPCA, datasets
+from rkm.kernels import RBF, kernel_matrix
+
+
+def _align_signs(A, B):
+    """Flip the columns of A to best match B."""
+    return A * np.sign(np.sum(A * B, axis=0))
+
+
+@pytest.fixture
+def blobs(rng):
+    centers = rng.normal(scale=3.0, size=(4, 6))
+    return centers[rng.integers(0, 4, size=1500)] + rng.normal(size=(1500, 6))
+
+
+@pytest.mark.parametrize("solver", ["dense", "krylov"])
+@pytest.mark.parametrize("kernel,params", [("rbf", dict(gamma=0.05)), ("poly", dict(gamma=0.1, degree=2)),
+                                           ("linear", {}), ("laplacian", dict(gamma=0.05)), ("cosine", {})])
+def test_matches_sklearn_kernel_pca(blobs, solver, kernel, params):
+    metric = dict(metric="polynomial" if kernel == "poly" else kernel, **params)
+    ours = KernelPCA(8, kernel=kernel, eigen_solver=solver, scaling="sklearn", random_state=0, **params).fit(blobs)
+    # scikit-learn's KernelPCA has no laplacian kernel: give it the Gram matrix instead.
+    theirs = SklearnKernelPCA(8, kernel="precomputed", eigen_solver="dense").fit(pairwise_kernels(blobs, **metric))
+    np.testing.assert_allclose(ours.eigenvalues_, theirs.eigenvalues_, rtol=1e-8)
+    Xt = blobs[:200] + 0.1
+    Z, Z_ref = ours.transform(Xt), theirs.transform(pairwise_kernels(Xt, blobs, **metric))
+    np.testing.assert_allclose(_align_signs(Z, Z_ref), Z_ref, rtol=1e-6, atol=1e-6 * np.abs(Z_ref).max())
+
+
+def test_hidden_features_satisfy_the_rkm_eigenproblem(blobs):
+    eta = 2.5
+    model = KernelPCA(5, gamma=0.05, eta=eta).fit(blobs)
+    K = kernel_matrix(blobs, gamma=0.05)
+    n = K.shape[0]
+    J = np.eye(n) - 1.0 / n
+    K_c = J @ K @ J
+    H = model.H_
+    # (1/eta) K_c H^T = H^T Lambda (Suykens 2017 eq. 3.27) with orthonormal hidden features.
+    np.testing.assert_allclose(K_c @ H / eta, H * model.eigenvalues_, atol=1e-8)
+    np.testing.assert_allclose(H.T @ H, np.eye(5), atol=1e-10)
+    # Out-of-sample encoding of the training points (Constr-DRKM eq. 4) returns their hidden features.
+    np.testing.assert_allclose(model.transform(blobs), H, atol=1e-8)
+    assert np.array_equal(model.fit_transform(blobs), model.H_)
+
+
+def test_scalings_are_consistent(blobs):
+    hidden = KernelPCA(4, gamma=0.05, eta=3.0).fit(blobs)
+    score = KernelPCA(4, gamma=0.05, eta=3.0, scaling="score").fit(blobs)
+    sk = KernelPCA(4, gamma=0.05, eta=3.0, scaling="sklearn").fit(blobs)
+    Xt = blobs[:50] * 1.1
+    h = hidden.transform(Xt)
+    np.testing.assert_allclose(score.transform(Xt), h * hidden.eigenvalues_, rtol=1e-8)
+    np.testing.assert_allclose(sk.transform(Xt), h * np.sqrt(3.0 * hidden.eigenvalues_), rtol=1e-8)
+
+
+def test_linear_centered_dual_equals_primal_pca(blobs):
+    # Centring K in feature space equals removing the mean of explicit (here: identity) features.
+    ours = KernelPCA(3, kernel="linear", scaling="sklearn").fit(blobs)
+    pca = PCA(3).fit(blobs)
+    Xt = blobs[:100] + 1.0
+    Z, Z_ref = ours.transform(Xt), pca.transform(Xt)
+    np.testing.assert_allclose(_align_signs(Z, Z_ref), Z_ref, atol=1e-8)
+    np.testing.assert_allclose(ours.eigenvalues_, pca.explained_variance_ * (len(blobs) - 1), rtol=1e-8)
+
+
+def test_precomputed_equals_explicit(blobs):
+    explicit = KernelPCA(6, gamma=0.05).fit(blobs)
+    K = kernel_matrix(blobs, gamma=0.05)
+    pre = KernelPCA(6, kernel="precomputed").fit(K)
+    np.testing.assert_allclose(pre.eigenvalues_, explicit.eigenvalues_, rtol=1e-10)
+    Xt = blobs[:30] - 0.5
+    K_rows = kernel_matrix(Xt, blobs, gamma=0.05)
+    np.testing.assert_allclose(pre.transform(K_rows), explicit.transform(Xt), atol=1e-10)
+    with pytest.raises(ValueError, match="precomputed"):
+        pre.inverse_transform(pre.transform(K_rows))
+
+
+def test_kernel_object_and_uncentered(blobs):
+    model = KernelPCA(4, kernel=RBF(gamma=0.05), center=False).fit(blobs)
+    K = kernel_matrix(blobs, gamma=0.05)
+    np.testing.assert_allclose(model.eigenvalues_, np.linalg.eigvalsh(K)[::-1][:4], rtol=1e-9)
+    assert model.gamma_ == 0.05
+
+
+def test_float32_preserved_and_close(blobs):
+    m64 = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=0).fit(blobs)
+    m32 = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=0).fit(blobs.astype(np.float32))
+    assert m32.eigenvalues_.dtype == np.float32 and m32.H_.dtype == np.float32
+    assert m32.transform(blobs[:10].astype(np.float32)).dtype == np.float32
+    np.testing.assert_allclose(m32.eigenvalues_, m64.eigenvalues_, rtol=1e-4)
+
+
+def test_n_components_none_keeps_positive_spectrum(rng):
+    X = rng.normal(size=(40, 3))
+    model = KernelPCA(kernel="linear").fit(X)
+    assert model.eigenvalues_.shape == (3,)  # a rank-3 centred linear kernel
+    assert model.transform(X).shape == (40, 3)
+
+
+def test_random_state_makes_krylov_deterministic(blobs):
+    a = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=7).fit(blobs)
+    b = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=7).fit(blobs)
+    assert np.array_equal(a.H_, b.H_)
+
+
+def test_krylov_non_convergence_warns(blobs):
+    with pytest.warns(ConvergenceWarning, match="block products"):
+        model = KernelPCA(5, gamma=0.05, eigen_solver="krylov", max_iter=1, tol=1e-14).fit(blobs)
+    assert model.n_iter_ == 1 and model.eigen_residuals_.max() > 1e-14
+
+
+# The learned ridge map is fitted on the noisy points themselves, so it removes less noise than the
+# pre-images that work in feature space.
+@pytest.mark.parametrize("preimage,max_ratio", [("fixed_point", 0.7), ("smoother", 0.7), ("ridge", 0.9)])
+def test_denoising_reduces_error_on_noisy_shape(preimage, max_ratio):
+    shape = datasets.make_square(n_samples=800, noise=0.1, random_state=0)
+    # Tangential noise cannot be removed, so about half of the squared error is the floor.
+    model = KernelPCA(16, gamma=1 / (2 * 0.3**2), preimage=preimage).fit(shape.data)
+    denoised = model.denoise(shape.data)
+    noisy_error = np.mean(np.sum((shape.data - shape.clean) ** 2, axis=1))
+    denoised_error = np.mean(np.sum((denoised - shape.clean) ** 2, axis=1))
+    assert denoised.shape == shape.data.shape
+    assert denoised_error < max_ratio * noisy_error
+
+
+def test_inverse_transform_of_training_projection_is_near_data(blobs):
+    model = KernelPCA(8, gamma=0.05, preimage="fixed_point").fit(blobs)
+    recon = model.inverse_transform(model.transform(blobs[:50]))
+    assert np.mean(np.linalg.norm(recon - blobs[:50], axis=1)) < np.mean(np.linalg.norm(blobs[:50] - blobs.mean(0), axis=1))
+    with pytest.raises(ValueError, match="X"):
+        model.inverse_transform(np.ones((3, 2)))
+
+
+def test_fixed_point_needs_rbf(blobs):
+    with pytest.raises(ValueError, match="fixed_point"):
+        KernelPCA(3, kernel="linear", preimage="fixed_point").fit(blobs)
+
+
+@pytest.mark.parametrize("bad_value", [np.nan, np.inf])
+def test_rejects_non_finite(blobs, bad_value):
+    X = blobs.copy()
+    X[3, 2] = bad_value
+    with pytest.raises(ValueError):
+        KernelPCA(2).fit(X)
+    model = KernelPCA(2).fit(blobs)
+    with pytest.raises(ValueError):
+        model.transform(X)
+
+
+def test_rejects_bad_shapes(blobs):
+    with pytest.raises(ValueError):
+        KernelPCA(2).fit(np.empty((0, 3)))
+    with pytest.raises(ValueError):
+        KernelPCA(2).fit(np.arange(10.0))
+    model = KernelPCA(2).fit(blobs)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(blobs[:, :3])
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(n_components=2000), "n_components"), (dict(n_components=0), "n_components"),
+    (dict(n_components=2, gamma=0.0), "gamma"), (dict(n_components=2, gamma=-1.0), "gamma"),
+    (dict(n_components=2, eta=0.0), "eta"), (dict(n_components=2, eigen_solver="arpack"), "eigen_solver"),
+    (dict(n_components=2, n_threads=0), "n_threads"), (dict(n_components=2, scaling="x"), "scaling"),
+    (dict(n_components=2, kernel="sigmoid"), "kernel"), (dict(n_components=2, max_iter=0), "max_iter"),
+])
+def test_rejects_invalid_hyperparameters(blobs, params, match):
+    with pytest.raises(ValueError, match=match):
+        KernelPCA(**params).fit(blobs)
+
+
+def test_rejects_non_square_precomputed(rng):
+    with pytest.raises(ValueError, match="square"):
+        KernelPCA(2, kernel="precomputed").fit(rng.normal(size=(5, 4)))
+
+
+def test_converts_integer_fortran_and_strided_input(rng):
+    X = rng.integers(0, 10, size=(300, 5))
+    reference_model = KernelPCA(3, gamma=0.01).fit(X.astype(float))
+    for variant in (X, np.asfortranarray(X.astype(float)), np.repeat(X.astype(float), 2, axis=1)[:, ::2]):
+        model = KernelPCA(3, gamma=0.01).fit(variant)
+        np.testing.assert_allclose(model.eigenvalues_, reference_model.eigenvalues_, rtol=1e-10)
+
+
+def test_kernel_too_large_for_memory_raises_memory_error():
+    X = np.zeros((2_000_000, 1))
+    with pytest.raises(MemoryError, match="GiB"):
+        KernelPCA(2).fit(X)
+
+
+def test_single_sample_needs_uncentered_model():
+    with pytest.raises(ValueError, match="n_samples = 1"):
+        KernelPCA().fit(np.ones((1, 3)))
+    model = KernelPCA(1, center=False).fit(np.ones((1, 3)))
+    np.testing.assert_allclose(model.eigenvalues_, [1.0])
