@@ -18,11 +18,7 @@ void row_and_column_sums(const MatrixRef<T>& K, Eigen::VectorXd& row_sums, Eigen
   std::vector<Eigen::VectorXd> partial(static_cast<size_t>(max_threads()));
 #pragma omp parallel
   {
-    int tid = 0;
-#ifdef RKM_HAVE_OPENMP
-    tid = omp_get_thread_num();
-#endif
-    Eigen::VectorXd& acc = partial[static_cast<size_t>(tid)];
+    Eigen::VectorXd& acc = partial[static_cast<size_t>(thread_index())];
     acc.setZero(m);
 #pragma omp for schedule(static)
     for (Index i = 0; i < n; ++i) {

@@ -31,6 +31,14 @@ int max_threads() {
 #endif
 }
 
+int thread_index() {
+#ifdef RKM_HAVE_OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
 int resolve_threads(int n_threads) { return n_threads > 0 ? n_threads : max_threads(); }
 
 ThreadGuard::ThreadGuard(int n_threads) : previous_(max_threads()), active_(resolve_threads(n_threads)) {

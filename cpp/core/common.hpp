@@ -46,6 +46,8 @@ inline void require(bool condition, const std::string& message) {
 int resolve_threads(int n_threads);
 bool have_openmp();
 int max_threads();
+// The calling thread's index inside an OpenMP parallel region (0 outside one or without OpenMP).
+int thread_index();
 
 // Sets the calling thread's OpenMP thread count for its lifetime and restores the previous one.
 class ThreadGuard {

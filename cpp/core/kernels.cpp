@@ -27,8 +27,8 @@ using Eigen::Index;
 using DoubleMatrix = RowMatrix<double>;
 using Array = Eigen::ArrayXd;
 
-// Bytes of the per-band double buffer; sized to stay in the last-level cache between GEMM and transform.
-constexpr Index kBandBytes = Index(8) << 20;
+// Bytes of each thread's band buffer; sized to stay in the last-level cache between GEMM and transform.
+constexpr Index kBandBytes = Index(4) << 20;
 constexpr Index kChunkColumns = 256;
 
 template <typename T>
@@ -78,38 +78,35 @@ double exact_self_value(KernelType type, double squared_norm) {
 }
 
 void l1_band(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, MatrixRef<double> band) {
-#pragma omp parallel for schedule(static)
   for (Index i = 0; i < band.rows(); ++i) {
     for (Index c = 0; c < band.cols(); ++c) band(i, c) = (X.row(r0 + i) - Y.row(c)).cwiseAbs().sum();
   }
 }
 
 // Transforms a band of inner products (rows r0.., all computed columns) into kernel values, writing the
-// lower part of the band and, for a symmetric matrix, its mirror in the upper triangle. Each element of
-// `out` is written by exactly one thread.
+// lower part of the band and, for a symmetric matrix, its mirror in the upper triangle: element (i, j)
+// belongs to the band holding row max(i, j), so concurrent bands never write the same element. Works
+// through column chunks so that the mirrored writes come from a tile still in cache.
 template <typename T>
 void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0, const Vector<double>& nx,
-                const Vector<double>& ny, bool symmetric, MatrixRef<T> out) {
+                const Vector<double>& ny, bool symmetric, std::vector<double>& tile, MatrixRef<T> out) {
   const Index rows = band.rows(), cols = band.cols();
-  const Index n_chunks = (cols + kChunkColumns - 1) / kChunkColumns;
-#pragma omp parallel
-  {
-    std::vector<double> tile(static_cast<size_t>(rows * kChunkColumns));
-#pragma omp for schedule(static)
-    for (Index k = 0; k < n_chunks; ++k) {
-      const Index c0 = k * kChunkColumns, c1 = std::min(c0 + kChunkColumns, cols), w = c1 - c0;
-      for (Index i = 0; i < rows; ++i) {
-        const Index r = r0 + i;
-        double* t = tile.data() + i * w;
-        transform_segment(spec, &band(i, c0), nx[r], ny.data() + c0, t, w);
-        if (symmetric && r >= c0 && r < c1 && has_exact_self_value(spec.type)) t[r - c0] = exact_self_value(spec.type, nx[r]);
-        const Index c_end = symmetric ? std::min(c1, r + 1) : c1;
-        for (Index c = c0; c < c_end; ++c) out(r, c) = static_cast<T>(t[c - c0]);
-      }
-      if (!symmetric) continue;
-      for (Index c = c0; c < c1; ++c) {
-        for (Index i = std::max<Index>(0, c - r0 + 1); i < rows; ++i) out(c, r0 + i) = static_cast<T>(tile[i * w + c - c0]);
-      }
+  tile.resize(static_cast<size_t>(rows * kChunkColumns));
+  for (Index c0 = 0; c0 < cols; c0 += kChunkColumns) {
+    const Index c1 = std::min(c0 + kChunkColumns, cols), w = c1 - c0;
+    for (Index i = 0; i < rows; ++i) {
+      const Index r = r0 + i;
+      double* t = tile.data() + i * w;
+      transform_segment(spec, &band(i, c0), nx[r], ny.data() + c0, t, w);
+      if (symmetric && r >= c0 && r < c1 && has_exact_self_value(spec.type))
+        t[r - c0] = exact_self_value(spec.type, nx[r]);
+      const Index c_end = symmetric ? std::min(c1, r + 1) : c1;
+      for (Index c = c0; c < c_end; ++c) out(r, c) = static_cast<T>(t[c - c0]);
+    }
+    if (!symmetric) continue;
+    for (Index c = c0; c < c1; ++c) {
+      for (Index i = std::max<Index>(0, c - r0 + 1); i < rows; ++i)
+        out(c, r0 + i) = static_cast<T>(tile[i * w + c - c0]);
     }
   }
 }
@@ -134,19 +131,38 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   const Vector<double> nx = Xd.rowwise().squaredNorm();
   const Vector<double> ny = symmetric ? nx : Vector<double>(Ys.rowwise().squaredNorm());
 
-  const Index band_rows = std::clamp<Index>(kBandBytes / (8 * n_y), 16, 512);
-  DoubleMatrix scratch(std::min(band_rows, n_x), n_y);
-  for (Index r0 = 0; r0 < n_x; r0 += band_rows) {
-    throw_if_interrupted();
-    const Index rows = std::min(band_rows, n_x - r0);
-    const Index cols = symmetric ? r0 + rows : n_y;
-    MatrixRef<double> band = scratch.topLeftCorner(rows, cols);
-    if (spec.type == KernelType::laplacian) {
-      l1_band(Xd, Ys, r0, band);
-    } else {
-      blas::gemm_nt<double>(Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0, 0.0);
+  // Each thread builds whole bands with its own cache-sized buffer and a single-threaded GEMM, so no
+  // BLAS thread pool competes with the OpenMP threads (the Python layer runs BLAS on one thread here).
+  // Bands are cache-sized, but never so thin that the GEMM cannot amortise packing its operands: with
+  // many features the GEMM dominates and wants about d/2 rows or more.
+  const Index band_rows = std::clamp<Index>(std::max<Index>(kBandBytes / (8 * n_y), X.cols() / 2), 16, 512);
+  const Index n_bands = (n_x + band_rows - 1) / band_rows;
+  const Index wave = 8 * static_cast<Index>(guard.threads());
+  // Buffers live across waves: fresh pages are expensive to fault in.
+  std::vector<DoubleMatrix> scratches(static_cast<size_t>(guard.threads()));
+  std::vector<std::vector<double>> tiles(scratches.size());
+  for (Index first = 0; first < n_bands; first += wave) {
+    throw_if_interrupted();  // between waves, on the calling thread
+    const Index last = std::min(first + wave, n_bands);
+#pragma omp parallel
+    {
+      const size_t tid = static_cast<size_t>(thread_index());
+      DoubleMatrix& scratch = scratches[tid];
+      std::vector<double>& tile = tiles[tid];
+      scratch.resize(std::min(band_rows, n_x), n_y);
+#pragma omp for schedule(dynamic, 1)
+      for (Index k = first; k < last; ++k) {
+        const Index r0 = k * band_rows, rows = std::min(band_rows, n_x - r0);
+        const Index cols = symmetric ? r0 + rows : n_y;
+        MatrixRef<double> band = scratch.topLeftCorner(rows, cols);
+        if (spec.type == KernelType::laplacian) {
+          l1_band(Xd, Ys, r0, band);
+        } else {
+          blas::gemm_nt<double>(Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0, 0.0);
+        }
+        write_band<T>(spec, band, r0, nx, ny, symmetric, tile, out);
+      }
     }
-    write_band<T>(spec, band, r0, nx, ny, symmetric, out);
   }
 }
 

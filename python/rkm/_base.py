@@ -1,12 +1,13 @@
 """Validation, memory and thread helpers shared by the public API."""
 
 import contextlib
+import functools
 import numbers
 import os
 
 import numpy as np
 from sklearn.utils import check_array
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -71,12 +72,24 @@ def check_fits_in_memory(shape, dtype, name):
         )
 
 
-@contextlib.contextmanager
-def blas_threads(n_threads):
-    """Limit the BLAS library's threads to n_threads for the duration (None: leave as is)."""
+def thread_count(n_threads):
+    """The number of threads n_threads asks for, or None for the libraries' defaults."""
     if n_threads is None:
+        return None
+    return n_threads if n_threads > 0 else max(1, (os.cpu_count() or 1) + 1 + n_threads)
+
+
+@functools.cache
+def _threadpool_controller():
+    # Scanning the loaded libraries costs milliseconds: do it once.
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def blas_threads(count):
+    """Limit the BLAS libraries to `count` threads for the duration (None: leave them as they are)."""
+    if count is None:
         yield
         return
-    count = n_threads if n_threads > 0 else max(1, (os.cpu_count() or 1) + 1 + n_threads)
-    with threadpool_limits(limits=count, user_api="blas"):
+    with _threadpool_controller().limit(limits=count, user_api="blas"):
         yield

@@ -21,6 +21,8 @@ from rkm.kpca import KernelPCA
 
 # Eigenvalues of the three implementations must agree to this relative accuracy.
 EIGENVALUE_RTOL = 1e-6
+# Components kept for the digit sets.
+DIGIT_COMPONENTS = 10
 # Constr-DRKM's MNIST bandwidth: sigma^2 = 50 in exp(-d^2 / (2 sigma^2)), i.e. gamma = 0.01.
 MNIST_GAMMA = RBF.from_sigma(sigma2=50, convention="gaussian").gamma
 # Noise level sigma_n and bandwidth (sigma = 0.3 in the gaussian convention) for the unit-scale square.
@@ -129,7 +131,7 @@ def _digits_step(settings):
     # scikit-learn's gamma="scale" of SVC: unit kernel argument for a typical squared distance.
     gamma = 1.0 / (X.shape[1] * X.var())
     _say(f"  {digits.description}; rbf gamma = 1 / (d var(X)) = {gamma:.4f}")
-    result = compare_fits(X, gamma, 10, settings)
+    result = compare_fits(X, gamma, DIGIT_COMPONENTS, settings)
     result["target"] = digits.target
     return result
 
@@ -142,7 +144,7 @@ def _mnist_step(settings):
         _say(f"  skipped: {error}")
         return None
     _say(f"  {mnist.description}; rbf sigma^2 = 50 (gaussian convention), gamma = {MNIST_GAMMA:g}")
-    return compare_fits(mnist.data, MNIST_GAMMA, 10, settings)
+    return compare_fits(mnist.data, MNIST_GAMMA, DIGIT_COMPONENTS, settings)
 
 
 def _distance_to_curve(points, curve):
@@ -237,7 +239,8 @@ def _plot_embedding(figure_class, result, path):
     figure = figure_class(figsize=(6, 5))
     ax = figure.subplots()
     hidden = result["model"].H_
-    points = ax.scatter(hidden[:, 0], hidden[:, 1], c=result["target"], cmap="tab10", s=6)
+    points = ax.scatter(hidden[:, 0], hidden[:, 1], c=result["target"], cmap="tab10", s=6,
+                        vmin=-0.5, vmax=9.5)  # one colour band centred on each digit
     figure.colorbar(points, ax=ax, label="digit", ticks=range(10))
     ax.set(xlabel="$h_1$", ylabel="$h_2$", title="digits: first two hidden features")
     figure.savefig(path, dpi=100, bbox_inches="tight")
@@ -359,15 +362,16 @@ def build_parser():
     info = commands.add_parser("info", help="print the build and run-time configuration")
     info.set_defaults(run=_run_info)
 
-    demo = commands.add_parser(
-        "demo", help="kernel PCA and denoising on embedded data, timed against NumPy and scikit-learn"
-    )
-    demo.add_argument("--output", default="rkm-demo-output", help="folder for the plots (default: %(default)s)")
+    demo_help = "kernel PCA and denoising on embedded data, timed against NumPy and scikit-learn"
+    demo = commands.add_parser("demo", help=demo_help, description=demo_help)
+    demo.add_argument("--output", default="rkm-demo-output", metavar="DIR",
+                      help="folder for the plots, created if needed (default: %(default)s)")
     demo.add_argument("--quick", action="store_true", help="smaller data sets (MNIST 2000, square 1000 points)")
-    demo.add_argument("--n-threads", type=_threads, default=None,
-                      help="threads for rkm and BLAS (default: all; -1 all cores)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the noisy square and the solvers")
-    demo.add_argument("--repeats", type=_positive_int, default=1, help="time the best of this many fits")
+    demo.add_argument("--n-threads", type=_threads, default=None, metavar="N",
+                      help="threads for rkm and BLAS (default: OpenMP's default; -1: all cores)")
+    demo.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noisy square and the solvers")
+    demo.add_argument("--repeats", type=_positive_int, default=1, metavar="R",
+                      help="time the best of R runs of each fit (default: %(default)s)")
     demo.set_defaults(run=_run_demo)
 
     bench = commands.add_parser("bench", add_help=False, help="run the benchmarks (rkm bench --help for options)")

@@ -97,7 +97,8 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     _check_kernel_arguments(name, degree, coef0)
     n_y = X.shape[0] if Y is None else Y.shape[0]
     check_fits_in_memory((X.shape[0], n_y), X.dtype, "X")
-    with blas_threads(n_threads):
+    # The core runs one single-threaded GEMM per band on each of its own threads.
+    with blas_threads(1):
         return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads)
 
 

@@ -10,7 +10,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm._base import FLOAT_DTYPES, blas_threads, check_fits_in_memory, check_n_threads, check_positive
+from rkm._base import (
+    FLOAT_DTYPES,
+    blas_threads,
+    check_fits_in_memory,
+    check_n_threads,
+    check_positive,
+    thread_count,
+)
 from rkm.kernels import Kernel, canonical_kernel_name, kernel_matrix, resolve_gamma
 from rkm.preimage import gaussian_fixed_point, kernel_smoother
 
@@ -208,7 +215,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def _eigenpairs(self, K, n_components):
         solver = self._resolve_solver(K.shape[0], n_components)
-        with blas_threads(self.n_threads):
+        with blas_threads(thread_count(self.n_threads)):
             if solver == "dense":
                 w, V = _core.eigh(K, self.n_threads)
                 w, V = w[:n_components], np.ascontiguousarray(V[:, :n_components])
