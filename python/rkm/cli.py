@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from rkm import __version__, reference
-from rkm._base import blas_threads, check_n_threads
+from rkm._base import blas_threads, check_n_threads, thread_count
 from rkm._config import show_config
 from rkm.datasets import load_digits, load_mnist_subset, make_square
 from rkm.kernels import RBF
@@ -92,7 +92,7 @@ def compare_fits(X, gamma, n_components, settings):
     times["rkm"], _ = _best_time(lambda: model.fit(X), settings.repeats)
     _say(f"  rkm.KernelPCA.fit          {times['rkm']:8.3f} s  ({model.eigen_solver_} solver)")
     # The other two use BLAS directly; holding them to the same threads keeps the comparison fair.
-    with blas_threads(settings.n_threads):
+    with blas_threads(thread_count(settings.n_threads)):
         times["reference"], spectrum = _best_time(lambda: _reference_spectrum(X, gamma), settings.repeats)
         _say(f"  reference (NumPy, eigh)    {times['reference']:8.3f} s")
         times["sklearn"], _ = _best_time(lambda: sklearn_model.fit(X), settings.repeats)
