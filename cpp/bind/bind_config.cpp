@@ -1,6 +1,7 @@
 #include "bind/bind.hpp"
 
 #include "core/blas.hpp"
+#include "core/products.hpp"
 
 namespace rkm::bind {
 
@@ -52,6 +53,7 @@ void bind_config(py::module_& m) {
                         std::to_string(EIGEN_MINOR_VERSION);
         info["eigen_simd"] = Eigen::SimdInstructionSetsInUse();
         info["blas"] = blas_backend();
+        info["block_product_isa"] = block_product_isa();
         info["native_build"] = static_cast<bool>(RKM_NATIVE_BUILD);
         return info;
       },

@@ -1,6 +1,7 @@
 #include "bind/bind.hpp"
 
 #include "core/eigs.hpp"
+#include "core/products.hpp"
 
 namespace rkm::bind {
 
@@ -70,7 +71,19 @@ py::tuple top_eigsh_operator_py(py::function matmat, Eigen::Index n, int n_compo
 }
 
 template <typename T>
+RowMatrix<T> block_product_py(ConstMatrixRef<T> A, ConstMatrixRef<T> X, std::optional<int> n_threads) {
+  const int threads = thread_count(n_threads);
+  RowMatrix<T> Y(A.rows(), X.cols());
+  // Safe without the GIL: only views of NumPy buffers the caller keeps alive, and Y.
+  py::gil_scoped_release release;
+  block_product<T>(A, X, Y, threads);
+  return Y;
+}
+
+template <typename T>
 void def_eigs(py::module_& m) {
+  m.def("block_product", &block_product_py<T>, py::arg("A").noconvert(), py::arg("X").noconvert(),
+        py::arg("n_threads") = py::none(), "A @ X for a large A and a thin block X (the Krylov solver's product).");
   m.def("eigh", &eigh_py<T>, py::arg("A").noconvert(), py::arg("n_threads") = py::none(),
         "All eigenpairs (w descending, V columns, sign-fixed) of a symmetric matrix.");
   m.def("top_eigsh", &top_eigsh_py<T>, py::arg("A").noconvert(), py::arg("n_components"),
@@ -87,6 +100,7 @@ void def_eigs(py::module_& m) {
 }  // namespace
 
 void bind_eigs(py::module_& m) {
+  m.attr("THIN_BLOCK_COLUMNS") = static_cast<int>(kThinBlockColumns);
   def_eigs<double>(m);
   def_eigs<float>(m);
 }

@@ -1,7 +1,9 @@
 #include "core/eigs.hpp"
 
 #include "core/blas.hpp"
+#include "core/products.hpp"
 
+#include <Eigen/Cholesky>
 #include <Eigen/QR>
 
 #include <algorithm>
@@ -28,19 +30,49 @@ void small_eigh_descending(const MatrixXd& H, Eigen::VectorXd& theta, MatrixXd& 
   Y = V.rowwise().reverse();
 }
 
-// Makes Z orthonormal and orthogonal to the columns of Q. Two rounds of block Gram-Schmidt + Householder
-// QR keep it so to working precision even when Z is nearly inside span(Q) or rank deficient.
+// Orthonormalizes the columns of Z in place by Cholesky QR (two BLAS products and a small Cholesky
+// factorization), after scaling the columns to unit norm. Returns false, leaving Z scaled, when Z is too
+// ill-conditioned for it; Householder QR then takes over.
+template <typename T>
+bool cholesky_qr(MatrixRef<T> Z) {
+  const Index b = Z.cols();
+  const Eigen::VectorXd norms = Z.template cast<double>().colwise().norm().transpose();
+  if (norms.minCoeff() <= 0.0 || !norms.allFinite()) return false;
+  Z = Z * norms.cwiseInverse().template cast<T>().asDiagonal();
+  RowMatrix<T> gram(b, b);
+  blas::gemm_tn<T>(Z, Z, gram, T(1), T(0));
+  const Eigen::LLT<MatrixXd> llt(gram.template cast<double>());
+  if (llt.info() != Eigen::Success) return false;
+  // Z = Q L^T, so Q = Z L^-T; refuse when L is too close to singular for that to be accurate.
+  const Eigen::VectorXd diagonal = llt.matrixL().toDenseMatrix().diagonal();
+  const double floor = std::sqrt(std::numeric_limits<T>::epsilon()) * 10.0;
+  if (diagonal.minCoeff() <= floor * diagonal.maxCoeff()) return false;
+  const MatrixXd inverse = llt.matrixU().solve(MatrixXd::Identity(b, b));
+  const RowMatrix<T> R_inv = inverse.template cast<T>();
+  RowMatrix<T> Q(Z.rows(), b);
+  blas::gemm_nn<T>(Z, R_inv, Q, T(1), T(0));
+  Z = Q;
+  return true;
+}
+
+template <typename T>
+void householder_qr(MatrixRef<T> Z) {
+  using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  const Eigen::HouseholderQR<ColMatrix> qr{ColMatrix(Z)};
+  Z = qr.householderQ() * ColMatrix::Identity(Z.rows(), Z.cols());
+}
+
+// Makes Z orthonormal and orthogonal to the columns of Q. Two rounds of block Gram-Schmidt + QR keep it
+// so to working precision even when Z is nearly inside span(Q) or rank deficient.
 template <typename T>
 void orthonormalize_block(const ConstMatrixRef<T>& Q, MatrixRef<T> Z) {
-  using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   for (int round = 0; round < 2; ++round) {
     if (Q.cols() > 0) {
       RowMatrix<T> C(Q.cols(), Z.cols());
       blas::gemm_tn<T>(Q, Z, C, T(1), T(0));
       blas::gemm_nn<T>(Q, C, Z, T(-1), T(1));
     }
-    const Eigen::HouseholderQR<ColMatrix> qr{ColMatrix(Z)};
-    Z = qr.householderQ() * ColMatrix::Identity(Z.rows(), Z.cols());
+    if (!cholesky_qr<T>(Z)) householder_qr<T>(Z);
   }
 }
 
@@ -175,8 +207,8 @@ template <typename T>
 EigenResult<T> top_eigsh(const ConstMatrixRef<T>& A, int n_components, const ConstMatrixRef<T>& start, double tol,
                          int max_iter, int n_threads) {
   require(A.rows() == A.cols(), "A: must be square");
-  const BlockProduct<T> apply = [&A](const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
-    blas::gemm_nn<T>(A, X, Y, T(1), T(0));
+  const BlockProduct<T> apply = [&A, n_threads](const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
+    block_product<T>(A, X, Y, n_threads);
   };
   return top_eigsh<T>(apply, A.rows(), n_components, start, tol, max_iter, n_threads);
 }

@@ -34,7 +34,7 @@ template <typename T>
 EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Eigen::Index n, int n_components,
                          const ConstMatrixRef<T>& start, double tol, int max_iter, int n_threads);
 
-// The same for a stored symmetric matrix, whose products run as GEMMs.
+// The same for a stored symmetric matrix (products by block_product).
 template <typename T>
 EigenResult<T> top_eigsh(const ConstMatrixRef<T>& A, int n_components, const ConstMatrixRef<T>& start,
                          double tol, int max_iter, int n_threads);

@@ -26,6 +26,7 @@ __all__ = [
     "eigh",
     "top_eigsh",
     "top_eigsh_operator",
+    "block_product",
 ]
 
 _KERNELS = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
@@ -379,3 +380,22 @@ def top_eigsh_operator(matmat, n, n_components, start, tol=None,
     A = (A + A.T) / 2
     return top_eigsh(A, n_components, start, tol=tol, max_iter=max_iter,
                      n_threads=n_threads)
+
+
+def block_product(A, X, n_threads=None):
+    """Product ``A @ X`` of a matrix and a block (the Krylov solver's product).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, m)
+    X : ndarray of shape (m, b)
+    n_threads : ignored
+
+    Returns
+    -------
+    ndarray of shape (n, b), in the dtype of A, computed in float64.
+    """
+    A, X = np.asarray(A), np.asarray(X)
+    if A.shape[1] != X.shape[0]:
+        raise ValueError(f"X must have {A.shape[1]} rows, got {X.shape[0]}")
+    return (A.astype(np.float64) @ X.astype(np.float64)).astype(_output_dtype(A))

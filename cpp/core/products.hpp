@@ -1,0 +1,21 @@
+// Products of a large stored matrix with a thin block, the inner loop of the block eigensolver.
+#pragma once
+
+#include "core/common.hpp"
+
+namespace rkm {
+
+// Up to this many columns block_product streams A itself; wider blocks are compute-bound and go to BLAS.
+constexpr Eigen::Index kThinBlockColumns = 32;
+
+// Y = A X for a large row-major A (n x m) and a thin block X (m x b). For thin blocks BLAS GEMM is
+// memory-bound (it packs all of A for a few columns); this kernel streams A once from memory in
+// cache-sized column panels, with a register tile of Y, and runs AVX2/FMA code where the CPU has it
+// (chosen at run time, so the portable build stays portable). Wider blocks go to BLAS.
+template <typename T>
+void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int n_threads);
+
+// Which inner kernel block_product runs on this CPU: "avx2" or "baseline".
+const char* block_product_isa();
+
+}  // namespace rkm
