@@ -17,10 +17,6 @@ KernelType parse_kernel(const std::string& name) {
   throw std::invalid_argument("kernel: unknown kernel '" + name + "'");
 }
 
-bool kernel_uses_gamma(KernelType type) {
-  return type == KernelType::rbf || type == KernelType::laplacian || type == KernelType::polynomial;
-}
-
 namespace {
 
 using Eigen::Index;

@@ -19,7 +19,6 @@ struct KernelSpec {
 };
 
 KernelType parse_kernel(const std::string& name);
-bool kernel_uses_gamma(KernelType type);
 
 // Writes K(X, Y) into out (n_x x n_y); Y == nullptr means Y = X and builds one triangle, mirrored.
 // Built in row bands: one GEMM (or L1 sweep) per band into a cache-sized double buffer, then a fused

@@ -54,6 +54,10 @@ def _timed(function, repeats):
     return statistics.median(times), result
 
 
+# Relative eigenvalue error (against the dense or ARPACK solution) a peer must reach to count as equally accurate.
+EQUAL_ACCURACY = 1e-8
+
+
 def _repeats(n):
     return 3 if n <= 5000 else 1
 
@@ -152,16 +156,20 @@ def bench_kpca(sizes, components, n_threads, log):
                 t, model = _timed(lambda: _sklearn_fit(X, s, gamma, solver), 1 if n > 2000 else reps)
                 peers[solver] = (t, model)
                 log(f"kpca N={n} s={s}: sklearn {solver} {t:.2f}s")
-            best = min(peers, key=lambda k: peers[k][0])
-            t_best, best_model = peers[best]
             accurate = peers.get("dense", peers["arpack"])[1]
-            eig_error = float(np.max(np.abs(ours.eigenvalues_ - accurate.eigenvalues_) / accurate.eigenvalues_[0]))
+
+            def eig_error(model):
+                return float(np.max(np.abs(model.eigenvalues_ - accurate.eigenvalues_) / accurate.eigenvalues_[0]))
+
+            # Only solvers as accurate as rkm count as peers ("at equal accuracy"); randomized SVD often is not.
+            equal = [k for k in peers if eig_error(peers[k][1]) <= max(EQUAL_ACCURACY, eig_error(ours))]
+            best = min(equal, key=lambda k: peers[k][0])
+            t_best, best_model = peers[best]
             angle = _subspace_error(accurate.eigenvectors_, ours.H_)
-            best_eig_error = float(
-                np.max(np.abs(best_model.eigenvalues_ - accurate.eigenvalues_) / accurate.eigenvalues_[0])
-            )
-            assert eig_error < 1e-6, f"rkm eigenvalues off by {eig_error}"
-            rows.append((n, s, t_rkm, best, t_best, t_best / t_rkm, eig_error, angle, best_eig_error, ours.n_iter_))
+            assert eig_error(ours) < EQUAL_ACCURACY, f"rkm eigenvalues off by {eig_error(ours)}"
+            fastest = min(peers, key=lambda k: peers[k][0])
+            rows.append((n, s, t_rkm, best, t_best, t_best / t_rkm, eig_error(ours), angle, eig_error(best_model),
+                         ours.n_iter_, fastest, peers[fastest][0], eig_error(peers[fastest][1])))
             log(f"kpca N={n} s={s}: rkm {t_rkm:.2f}s ({ours.n_iter_} block products), best sklearn {best} {t_best:.2f}s")
     return rows
 
@@ -238,7 +246,7 @@ def render(results, settings):
     if "kernels" in results:
         out += ["## RBF kernel matrix K(X, X), float64", "",
                 _table(["N", "d", "rkm s", "reference s", "sklearn s", "vs reference", "vs sklearn",
-                        "GEMM-equiv. GFLOP/s", "max |rkm - ref|"], results["kernels"],
+                        "GEMM-equiv. GFLOP/s", "max abs. difference to ref"], results["kernels"],
                        ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}x", "{:.2f}x", "{:.0f}", "{:.1e}"]),
                 "", "GEMM-equivalent GFLOP/s counts 2 N^2 d flops; rkm builds one triangle, so half of them run.",
                 ""]
@@ -247,12 +255,17 @@ def render(results, settings):
                 _table(["N", "rkm s", "sklearn s", "reference s", "vs sklearn"], results["center"],
                        ["{}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}x"]), ""]
     if "kpca" in results:
-        out += ["## KernelPCA fit (RBF, d = 64 noisy digits) vs the fastest scikit-learn solver", "",
-                _table(["N", "s", "rkm s", "best sklearn", "sklearn s", "speed-up", "rkm eig. error",
-                        "rkm subspace sine", "sklearn eig. error", "rkm block products"], results["kpca"],
-                       ["{}", "{}", "{:.2f}", "{}", "{:.2f}", "{:.2f}x", "{:.1e}", "{:.1e}", "{:.1e}", "{}"]),
+        out += ["## KernelPCA fit (RBF, d = 64 noisy digits) vs the fastest equally accurate scikit-learn solver",
+                "",
+                _table(["N", "s", "rkm s", "sklearn peer", "peer s", "speed-up", "rkm eig. error",
+                        "rkm subspace sine", "peer eig. error", "rkm block products", "fastest sklearn",
+                        "its s", "its eig. error"], results["kpca"],
+                       ["{}", "{}", "{:.2f}", "{}", "{:.2f}", "{:.2f}x", "{:.1e}", "{:.1e}", "{:.1e}", "{}", "{}",
+                        "{:.2f}", "{:.1e}"]),
                 "", "Errors are relative to the largest eigenvalue, against scikit-learn's dense solver where it "
-                "ran (N <= 5000), else against ARPACK.", ""]
+                f"ran (N <= 5000), else against ARPACK. The peer is the fastest of scikit-learn's solvers (arpack, "
+                f"randomized, dense up to N = 5000) whose eigenvalue error is within {EQUAL_ACCURACY:g}; the last "
+                "three columns show the fastest one regardless of accuracy.", ""]
     if "eigen" in results:
         out += ["## Eigen step and fit memory: float64 vs float32", "",
                 _table(["N", "eigen float64 s", "eigen float32 s", "time ratio", "eig. difference",
