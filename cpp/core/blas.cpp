@@ -9,6 +9,8 @@
 namespace rkm::blas {
 
 namespace {
+using Eigen::Index;
+
 std::atomic<bool> g_use_external{true};
 
 int as_int(Eigen::Index value) { return static_cast<int>(value); }
@@ -34,73 +36,38 @@ bool external_available() {
   return r.gemm != nullptr && r.syrk != nullptr && r.syevd != nullptr;
 }
 
-// Row-major C (m x n) is the column-major matrix C^T (n x m); every call below computes C^T in BLAS terms.
 template <typename T>
-void gemm_nt(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
+void gemm(Op op_a, Op op_b, const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
   if (C.size() == 0) return;
-  if (A.cols() == 0) {
+  const Index k = op_a == Op::transpose ? A.rows() : A.cols();
+  if (k == 0) {
     C *= beta;
     return;
   }
-  if (auto gemm = external_gemm<T>()) {
-    char ta = 'T', tb = 'N';
-    int m = as_int(B.rows()), n = as_int(A.rows()), k = as_int(A.cols());
+  if (auto gemm_fn = external_gemm<T>()) {
+    // Row-major C is the column-major C^T = op_b(B)^T op_a(A)^T, and a row-major operand read column-major
+    // is its own transpose: so the operands swap places and keep their transpose flags.
+    char ta = op_b == Op::transpose ? 'T' : 'N', tb = op_a == Op::transpose ? 'T' : 'N';
+    int m = as_int(C.cols()), n = as_int(C.rows()), kk = as_int(k);
     int lda = as_int(B.outerStride()), ldb = as_int(A.outerStride()), ldc = as_int(C.outerStride());
-    gemm(&ta, &tb, &m, &n, &k, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
-         C.data(), &ldc);
+    gemm_fn(&ta, &tb, &m, &n, &kk, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
+            C.data(), &ldc);
     return;
   }
-  if (beta == T(0)) {
-    C.noalias() = alpha * A * B.transpose();
+  const auto accumulate = [&](const auto& product) {
+    if (beta == T(0)) {
+      C.noalias() = alpha * product;
+    } else {
+      C *= beta;
+      C.noalias() += alpha * product;
+    }
+  };
+  if (op_a == Op::transpose) {
+    accumulate(A.transpose() * B);
+  } else if (op_b == Op::transpose) {
+    accumulate(A * B.transpose());
   } else {
-    C *= beta;
-    C.noalias() += alpha * A * B.transpose();
-  }
-}
-
-template <typename T>
-void gemm_nn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
-  if (C.size() == 0) return;
-  if (A.cols() == 0) {
-    C *= beta;
-    return;
-  }
-  if (auto gemm = external_gemm<T>()) {
-    char ta = 'N', tb = 'N';
-    int m = as_int(B.cols()), n = as_int(A.rows()), k = as_int(A.cols());
-    int lda = as_int(B.outerStride()), ldb = as_int(A.outerStride()), ldc = as_int(C.outerStride());
-    gemm(&ta, &tb, &m, &n, &k, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
-         C.data(), &ldc);
-    return;
-  }
-  if (beta == T(0)) {
-    C.noalias() = alpha * A * B;
-  } else {
-    C *= beta;
-    C.noalias() += alpha * A * B;
-  }
-}
-
-template <typename T>
-void gemm_tn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
-  if (C.size() == 0) return;
-  if (A.rows() == 0) {
-    C *= beta;
-    return;
-  }
-  if (auto gemm = external_gemm<T>()) {
-    char ta = 'N', tb = 'T';
-    int m = as_int(B.cols()), n = as_int(A.cols()), k = as_int(A.rows());
-    int lda = as_int(B.outerStride()), ldb = as_int(A.outerStride()), ldc = as_int(C.outerStride());
-    gemm(&ta, &tb, &m, &n, &k, &alpha, const_cast<T*>(B.data()), &lda, const_cast<T*>(A.data()), &ldb, &beta,
-         C.data(), &ldc);
-    return;
-  }
-  if (beta == T(0)) {
-    C.noalias() = alpha * A.transpose() * B;
-  } else {
-    C *= beta;
-    C.noalias() += alpha * A.transpose() * B;
+    accumulate(A * B);
   }
 }
 
@@ -158,9 +125,7 @@ void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V) {
 #define RKM_INSTANTIATE_BLAS(T)                                                                            \
   template Routines<T>& routines<T>();                                                                     \
   template bool external_available<T>();                                                                   \
-  template void gemm_nt<T>(const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);       \
-  template void gemm_nn<T>(const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);       \
-  template void gemm_tn<T>(const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);       \
+  template void gemm<T>(Op, Op, const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);   \
   template void syrk_lower<T>(const ConstMatrixRef<T>&, MatrixRef<T>);                                    \
   template void syevd<T>(RowMatrix<T>&, Vector<T>&, RowMatrix<T>&);
 

@@ -31,15 +31,11 @@ bool use_external();
 template <typename T>
 bool external_available();
 
-// C = alpha * A * B^T + beta * C, with A (m x k), B (n x k), C (m x n).
+enum class Op { none, transpose };
+
+// C = alpha * op_a(A) * op_b(B) + beta * C on row-major views.
 template <typename T>
-void gemm_nt(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
-// C = alpha * A * B + beta * C, with A (m x k), B (k x n), C (m x n).
-template <typename T>
-void gemm_nn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
-// C = alpha * A^T * B + beta * C, with A (k x m), B (k x n), C (m x n).
-template <typename T>
-void gemm_tn(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
+void gemm(Op op_a, Op op_b, const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
 // Lower triangle (row >= col) of C = X * X^T; the strict upper triangle is left untouched.
 template <typename T>
 void syrk_lower(const ConstMatrixRef<T>& X, MatrixRef<T> C);

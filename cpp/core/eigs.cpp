@@ -40,7 +40,7 @@ bool cholesky_qr(MatrixRef<T> Z) {
   if (norms.minCoeff() <= 0.0 || !norms.allFinite()) return false;
   Z = Z * norms.cwiseInverse().template cast<T>().asDiagonal();
   RowMatrix<T> gram(b, b);
-  blas::gemm_tn<T>(Z, Z, gram, T(1), T(0));
+  blas::gemm<T>(blas::Op::transpose, blas::Op::none, Z, Z, gram, T(1), T(0));
   const Eigen::LLT<MatrixXd> llt(gram.template cast<double>());
   if (llt.info() != Eigen::Success) return false;
   // Z = Q L^T, so Q = Z L^-T; refuse when L is too close to singular for that to be accurate.
@@ -50,7 +50,7 @@ bool cholesky_qr(MatrixRef<T> Z) {
   const MatrixXd inverse = llt.matrixU().solve(MatrixXd::Identity(b, b));
   const RowMatrix<T> R_inv = inverse.template cast<T>();
   RowMatrix<T> Q(Z.rows(), b);
-  blas::gemm_nn<T>(Z, R_inv, Q, T(1), T(0));
+  blas::gemm<T>(blas::Op::none, blas::Op::none, Z, R_inv, Q, T(1), T(0));
   Z = Q;
   return true;
 }
@@ -69,8 +69,8 @@ void orthonormalize_block(const ConstMatrixRef<T>& Q, MatrixRef<T> Z) {
   for (int round = 0; round < 2; ++round) {
     if (Q.cols() > 0) {
       RowMatrix<T> C(Q.cols(), Z.cols());
-      blas::gemm_tn<T>(Q, Z, C, T(1), T(0));
-      blas::gemm_nn<T>(Q, C, Z, T(-1), T(1));
+      blas::gemm<T>(blas::Op::transpose, blas::Op::none, Q, Z, C, T(1), T(0));
+      blas::gemm<T>(blas::Op::none, blas::Op::none, Q, C, Z, T(-1), T(1));
     }
     if (!cholesky_qr<T>(Z)) householder_qr<T>(Z);
   }
@@ -158,7 +158,7 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
   int n_iter = 1;
   {
     RowMatrix<T> C(b, b);
-    blas::gemm_tn<T>(Q.leftCols(b), W.leftCols(b), C, T(1), T(0));
+    blas::gemm<T>(blas::Op::transpose, blas::Op::none, Q.leftCols(b), W.leftCols(b), C, T(1), T(0));
     H.topLeftCorner(b, b) = C.template cast<double>();
   }
   Index k = b;
@@ -169,8 +169,8 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
     throw_if_interrupted();
     small_eigh_descending(H.topLeftCorner(k, k), theta, Y);
     const RowMatrix<T> Yb = Y.leftCols(b).template cast<T>();
-    blas::gemm_nn<T>(Q.leftCols(k), Yb, U, T(1), T(0));
-    blas::gemm_nn<T>(W.leftCols(k), Yb, AU, T(1), T(0));
+    blas::gemm<T>(blas::Op::none, blas::Op::none, Q.leftCols(k), Yb, U, T(1), T(0));
+    blas::gemm<T>(blas::Op::none, blas::Op::none, W.leftCols(k), Yb, AU, T(1), T(0));
     R = AU - U * theta.head(b).template cast<T>().asDiagonal();
     const double scale = std::max(std::abs(theta[0]), std::abs(theta[k - 1]));
     const Eigen::VectorXd residuals = residual_norms<T>(R, b, std::max(scale, std::numeric_limits<double>::min()));
@@ -181,9 +181,9 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
       const Index keep = std::min(k, kKeptBlocks * b);
       const RowMatrix<T> Yk = Y.leftCols(keep).template cast<T>();
       RowMatrix<T> kept(n, keep);
-      blas::gemm_nn<T>(Q.leftCols(k), Yk, kept, T(1), T(0));
+      blas::gemm<T>(blas::Op::none, blas::Op::none, Q.leftCols(k), Yk, kept, T(1), T(0));
       Q.leftCols(keep) = kept;
-      blas::gemm_nn<T>(W.leftCols(k), Yk, kept, T(1), T(0));
+      blas::gemm<T>(blas::Op::none, blas::Op::none, W.leftCols(k), Yk, kept, T(1), T(0));
       W.leftCols(keep) = kept;
       H.setZero();
       H.topLeftCorner(keep, keep) = theta.head(keep).asDiagonal();
@@ -195,7 +195,7 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
     apply(Q.middleCols(k, b), W.middleCols(k, b));
     ++n_iter;
     RowMatrix<T> C(k + b, b);
-    blas::gemm_tn<T>(Q.leftCols(k + b), W.middleCols(k, b), C, T(1), T(0));
+    blas::gemm<T>(blas::Op::transpose, blas::Op::none, Q.leftCols(k + b), W.middleCols(k, b), C, T(1), T(0));
     const MatrixXd Cd = C.template cast<double>();
     H.block(0, k, k + b, b) = Cd;
     H.block(k, 0, b, k) = Cd.topRows(k).transpose();

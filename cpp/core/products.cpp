@@ -109,7 +109,7 @@ void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, Matri
   if (X.cols() <= kThinBlockColumns) {
     thin_product<T>(A, X, Y);
   } else {
-    blas::gemm_nn<T>(A, X, Y, T(1), T(0));
+    blas::gemm<T>(blas::Op::none, blas::Op::none, A, X, Y, T(1), T(0));
   }
 }
 
