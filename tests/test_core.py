@@ -268,3 +268,33 @@ def test_block_product_matches_reference(rng, dtype, n, m, b):
     atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(m)
     np.testing.assert_allclose(_core.block_product(A, X), reference.block_product(A, X), rtol=1e-5, atol=atol)
     assert _core.config()["block_product_isa"] in ("avx2", "baseline")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (9, 4, 3), (150, 70, 6)])
+def test_kernel_gradient_matches_reference(rng, dtype, kernel, shape):
+    n, m, d = shape
+    X, Y = _data(rng, (n, d), dtype, kernel), _data(rng, (m, d), dtype, kernel)
+    W = rng.normal(size=(n, m)).astype(dtype)
+    gamma = 0.3 if kernel != "poly" else 0.1
+    G = _core.kernel_gradient(X, Y, W, kernel, gamma, 3, 1.0)
+    expected = reference.kernel_gradient(X, Y, W, kernel, gamma, 3, 1.0)
+    atol = 1e-10 if dtype == np.float64 else 1e-3
+    assert G.dtype == dtype and G.shape == (n, d)
+    np.testing.assert_allclose(G, expected, rtol=1e-5, atol=atol * max(1.0, np.abs(expected).max()))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_gradient_reference_matches_finite_differences(rng, kernel):
+    X, Y = _data(rng, (4, 3), np.float64, kernel) + 0.1, _data(rng, (6, 3), np.float64, kernel)
+    W = rng.normal(size=(4, 6))
+    gamma = 0.3 if kernel != "poly" else 0.1
+    G = reference.kernel_gradient(X, Y, W, kernel, gamma)
+    step = 1e-6
+    for i in range(4):
+        for f in range(3):
+            plus, minus = X.copy(), X.copy()
+            plus[i, f] += step
+            minus[i, f] -= step
+            value = lambda Z: np.sum(W[i] * reference.kernel_matrix(Z[i : i + 1], Y, kernel, gamma)[0])
+            np.testing.assert_allclose(G[i, f], (value(plus) - value(minus)) / (2 * step), rtol=1e-5, atol=1e-7)

@@ -119,3 +119,18 @@ def test_tanimoto_on_binary_fingerprints(rng):
                         inter / np.maximum(counts[:, None] + counts[None, :] - inter, 1), 1.0)
     np.testing.assert_allclose(K, expected, rtol=1e-12)
     assert np.all(np.diag(K) == 1.0)
+
+
+def test_kernel_gradient_validates_and_converts(rng):
+    from rkm.kernels import kernel_gradient
+
+    X, Y, W = rng.normal(size=(5, 3)), rng.normal(size=(4, 3)), rng.normal(size=(5, 4))
+    np.testing.assert_allclose(kernel_gradient(X, Y, W, RBF(gamma=0.5)),
+                               reference.kernel_gradient(X, Y, W, "rbf", 0.5), rtol=1e-10)
+    assert kernel_gradient(X.astype(np.float32), Y.astype(np.float32), W.astype(np.float32)).dtype == np.float32
+    with pytest.raises(ValueError, match="W"):
+        kernel_gradient(X, Y, W.T)
+    with pytest.raises(ValueError, match="features"):
+        kernel_gradient(X, Y[:, :2], W)
+    with pytest.raises(ValueError, match="gamma"):
+        kernel_gradient(X, Y, W, gamma=-1.0)

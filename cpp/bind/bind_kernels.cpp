@@ -6,15 +6,21 @@ namespace rkm::bind {
 
 namespace {
 
+KernelSpec make_spec(const std::string& kernel, std::optional<double> gamma, Eigen::Index n_features, double degree,
+                     double coef0) {
+  KernelSpec spec;
+  spec.type = parse_kernel(kernel);
+  spec.gamma = gamma.value_or(n_features > 0 ? 1.0 / static_cast<double>(n_features) : 1.0);
+  spec.degree = degree;
+  spec.coef0 = coef0;
+  return spec;
+}
+
 template <typename T>
 py::array_t<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRef<T>> Y, const std::string& kernel,
                                 std::optional<double> gamma, double degree, double coef0,
                                 std::optional<int> n_threads) {
-  KernelSpec spec;
-  spec.type = parse_kernel(kernel);
-  spec.gamma = gamma.value_or(X.cols() > 0 ? 1.0 / static_cast<double>(X.cols()) : 1.0);
-  spec.degree = degree;
-  spec.coef0 = coef0;
+  const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
   const int threads = thread_count(n_threads);
   const Eigen::Index n_y = Y ? Y->rows() : X.rows();
   // NumPy allocates the result: it asks the OS for transparent huge pages on large arrays, which makes
@@ -30,7 +36,24 @@ py::array_t<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRe
 }
 
 template <typename T>
+RowMatrix<T> kernel_gradient_py(ConstMatrixRef<T> X, ConstMatrixRef<T> Y, ConstMatrixRef<T> W,
+                                const std::string& kernel, std::optional<double> gamma, double degree, double coef0,
+                                std::optional<int> n_threads) {
+  const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
+  const int threads = thread_count(n_threads);
+  RowMatrix<T> G(X.rows(), X.cols());
+  // Safe without the GIL: only views of NumPy buffers the caller keeps alive, and G.
+  py::gil_scoped_release release;
+  kernel_gradient_into<T>(X, Y, W, spec, G, threads);
+  return G;
+}
+
+template <typename T>
 void def_kernel_matrix(py::module_& m) {
+  m.def("kernel_gradient", &kernel_gradient_py<T>, py::arg("X").noconvert(), py::arg("Y").noconvert(),
+        py::arg("W").noconvert(), py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0,
+        py::arg("coef0") = 1.0, py::arg("n_threads") = py::none(),
+        "Weighted gradients G_i = sum_j W_ij d/dx k(x, y_j) at x = x_i, shape (n_samples_X, n_features).");
   m.def("kernel_matrix", &kernel_matrix_py<T>, py::arg("X").noconvert(), py::arg("Y").noconvert() = py::none(),
         py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0,
         py::arg("coef0") = 1.0, py::arg("n_threads") = py::none(),

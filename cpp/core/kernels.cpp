@@ -3,6 +3,7 @@
 #include "core/blas.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace rkm {
@@ -107,6 +108,55 @@ void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0,
   }
 }
 
+// One row of the gradient coefficients: overwrites g with a_j = W_ij A_ij, the weights of the y_j, and
+// returns sum_j W_ij B_ij, the weight of x_i (see kernel_gradient_into).
+double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const double* ny_ptr, const double* w_ptr,
+                        Index n) {
+  Eigen::Map<Array> g(g_ptr, n);
+  Eigen::Map<const Array> ny(ny_ptr, n), w(w_ptr, n);
+  switch (s.type) {
+    case KernelType::linear:
+      g = w;
+      return 0.0;
+    case KernelType::polynomial:
+      g = w * s.degree * s.gamma * (s.gamma * g + s.coef0).pow(s.degree - 1.0);
+      return 0.0;
+    case KernelType::rbf:  // A = 2 gamma k, B = -A
+      g = 2.0 * s.gamma * w * (-s.gamma * (nx + ny - 2.0 * g).max(0.0)).exp();
+      return -g.sum();
+    case KernelType::cosine: {  // A = 1 / (|x| |y|), B = -x^T y A / |x|^2; zero vectors contribute nothing
+      const Array inverse = (nx * ny > 0.0).select((nx * ny).sqrt().inverse(), 0.0);
+      const double x_weight = nx > 0.0 ? -(w * g * inverse).sum() / nx : 0.0;
+      g = w * inverse;
+      return x_weight;
+    }
+    case KernelType::tanimoto: {  // with D = |x|^2 + |y|^2 - x^T y: A = (|x|^2 + |y|^2) / D^2, B = -2 x^T y / D^2
+      const Array denom = nx + ny - g;
+      const Array inverse_square = (denom > 0.0).select(denom.square().inverse(), 0.0);
+      const double x_weight = -2.0 * (w * g * inverse_square).sum();
+      g = w * (nx + ny) * inverse_square;
+      return x_weight;
+    }
+    case KernelType::laplacian:
+      break;
+  }
+  throw std::logic_error("gradient_segment: laplacian is summed directly");
+}
+
+void laplacian_gradient(const DoubleMatrix& X, const DoubleMatrix& Y, const DoubleMatrix& W, double gamma,
+                        DoubleMatrix& G) {
+#pragma omp parallel for schedule(static)
+  for (Index i = 0; i < X.rows(); ++i) {
+    Eigen::RowVectorXd sum = Eigen::RowVectorXd::Zero(X.cols());
+    for (Index j = 0; j < Y.rows(); ++j) {
+      const Eigen::RowVectorXd diff = X.row(i) - Y.row(j);
+      const double k = std::exp(-gamma * diff.cwiseAbs().sum());
+      sum -= (gamma * W(i, j) * k) * diff.cwiseSign();
+    }
+    G.row(i) = sum;
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -162,6 +212,53 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   }
 }
 
+template <typename T>
+void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y, const ConstMatrixRef<T>& W,
+                          const KernelSpec& spec, MatrixRef<T> G, int n_threads) {
+  const Index n = X.rows(), m = Y.rows(), d = X.cols();
+  require(Y.cols() == d, "Y: must have as many features as X");
+  require(W.rows() == n && W.cols() == m, "W: must have shape (n_samples_X, n_samples_Y)");
+  require(G.rows() == n && G.cols() == d, "G: has the wrong shape");
+  if (n == 0 || d == 0) return;
+  ThreadGuard guard(n_threads);
+  // rbf depends on x - y only, so both sets shift by the mean of X (as in kernel_matrix_into).
+  const bool shifted = spec.type == KernelType::rbf;
+  const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
+  const DoubleMatrix Xd = to_double<T>(X, shift, shifted), Yd = to_double<T>(Y, shift, shifted);
+  const DoubleMatrix Wd = W.template cast<double>();
+  DoubleMatrix Gd(n, d);
+  if (spec.type == KernelType::laplacian) {
+    laplacian_gradient(Xd, Yd, Wd, spec.gamma, Gd);
+    G = Gd.template cast<T>();
+    return;
+  }
+  const Vector<double> nx = Xd.rowwise().squaredNorm(), ny = Yd.rowwise().squaredNorm();
+  const Index band_rows = std::clamp<Index>(kBandBytes / (8 * std::max<Index>(m, 1)), 16, 512);
+  const Index n_bands = (n + band_rows - 1) / band_rows;
+  // The core runs single-threaded GEMMs on each of its threads, as for kernel matrices.
+#pragma omp parallel
+  {
+    DoubleMatrix coefficients(std::min(band_rows, n), m);
+#pragma omp for schedule(dynamic, 1)
+    for (Index k = 0; k < n_bands; ++k) {
+      const Index r0 = k * band_rows, rows = std::min(band_rows, n - r0);
+      MatrixRef<double> band = coefficients.topRows(rows);
+      blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Yd, band, 1.0, 0.0);
+      Eigen::VectorXd x_weights(rows);
+      for (Index i = 0; i < rows; ++i)
+        x_weights[i] = gradient_segment(spec, &band(i, 0), nx[r0 + i], ny.data(), &Wd(r0 + i, 0), m);
+      MatrixRef<double> out = Gd.middleRows(r0, rows);
+      blas::gemm<double>(blas::Op::none, blas::Op::none, band, Yd, out, 1.0, 0.0);
+      out += x_weights.asDiagonal() * Xd.middleRows(r0, rows);
+    }
+  }
+  G = Gd.template cast<T>();
+}
+
+template void kernel_gradient_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>&,
+                                          const ConstMatrixRef<float>&, const KernelSpec&, MatrixRef<float>, int);
+template void kernel_gradient_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>&,
+                                           const ConstMatrixRef<double>&, const KernelSpec&, MatrixRef<double>, int);
 template void kernel_matrix_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
                                         const KernelSpec&, MatrixRef<float>, int);
 template void kernel_matrix_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,

@@ -29,4 +29,12 @@ template <typename T>
 void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
                         MatrixRef<T> out, int n_threads);
 
+// Weighted gradients with respect to the first argument: G_i = sum_j W_ij d/dx k(x, y_j) at x = x_i, for
+// X (n x d), Y (m x d), W (n x m), G (n x d). Every kernel except laplacian has the form
+// G = (W o A) Y + diag((W o B) 1) X for elementwise A, B built from x^T y and the norms, so it runs as two
+// GEMMs per row band; laplacian's subgradient (sign(x - y), 0 at ties) is summed directly.
+template <typename T>
+void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y, const ConstMatrixRef<T>& W,
+                          const KernelSpec& spec, MatrixRef<T> G, int n_threads);
+
 }  // namespace rkm

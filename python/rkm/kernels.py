@@ -102,6 +102,40 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
         return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads)
 
 
+def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+    """Weighted gradients of k with respect to its first argument: G_i = sum_j W_ij d/dx k(x, y_j) at x_i.
+
+    The building block of pre-image optimisation and of kernel autoencoder back-propagation. The laplacian
+    kernel uses its subgradient (sign(0) = 0).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples_X, n_features)
+    Y : array-like of shape (n_samples_Y, n_features)
+    W : array-like of shape (n_samples_X, n_samples_Y)
+    kernel, gamma, degree, coef0, n_threads : as in :func:`kernel_matrix`
+
+    Returns
+    -------
+    G : ndarray of shape (n_samples_X, n_features)
+    """
+    if isinstance(kernel, Kernel):
+        return kernel_gradient(X, Y, W, kernel.name, n_threads=n_threads, **kernel.params())
+    name = canonical_kernel_name(kernel)
+    n_threads = check_n_threads(n_threads)
+    X, Y, W = check_matrix(X, "X"), check_matrix(Y, "Y"), check_matrix(W, "W")
+    if Y.shape[1] != X.shape[1]:
+        raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
+    if W.shape != (X.shape[0], Y.shape[0]):
+        raise ValueError(f"W: must have shape {(X.shape[0], Y.shape[0])}, got {W.shape}")
+    dtype = np.result_type(X.dtype, Y.dtype, W.dtype)
+    X, Y, W = (A.astype(dtype, copy=False) for A in (X, Y, W))
+    gamma = resolve_gamma(name, gamma, X.shape[1]) if name in _GAMMA_KERNELS else 1.0
+    _check_kernel_arguments(name, degree, coef0)
+    with blas_threads(1):
+        return _core.kernel_gradient(X, Y, W, name, gamma, float(degree), float(coef0), n_threads)
+
+
 class Kernel:
     """A kernel function with explicit parameters; calling it returns a kernel matrix."""
 

@@ -27,6 +27,7 @@ __all__ = [
     "top_eigsh",
     "top_eigsh_operator",
     "block_product",
+    "kernel_gradient",
 ]
 
 _KERNELS = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
@@ -399,3 +400,58 @@ def block_product(A, X, n_threads=None):
     if A.shape[1] != X.shape[0]:
         raise ValueError(f"X must have {A.shape[1]} rows, got {X.shape[0]}")
     return (A.astype(np.float64) @ X.astype(np.float64)).astype(_output_dtype(A))
+
+
+def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+    """Weighted gradients of a kernel with respect to its first argument.
+
+    ``G[i] = sum_j W[i, j] * d/dx k(x, Y[j])`` at ``x = X[i]``; laplacian uses the subgradient with
+    sign(0) = 0.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_x, d)
+    Y : ndarray of shape (n_y, d)
+    W : ndarray of shape (n_x, n_y)
+    kernel, gamma, degree, coef0 : as in :func:`kernel_matrix`
+    n_threads : ignored
+
+    Returns
+    -------
+    ndarray of shape (n_x, d), in X's dtype, computed in float64.
+    """
+    out_dtype = _output_dtype(np.asarray(X))
+    X = _as_2d_float64(X, "X")
+    Y = _as_2d_float64(Y, "Y")
+    W = _as_2d_float64(W, "W")
+    if kernel not in _KERNELS:
+        raise ValueError(f"kernel must be one of {_KERNELS}, got {kernel!r}")
+    if gamma is None:
+        gamma = 1.0 / X.shape[1]
+    diff = X[:, None, :] - Y[None, :, :]  # (n_x, n_y, d)
+    dot = X @ Y.T
+    nx = np.einsum("ij,ij->i", X, X)[:, None]
+    ny = np.einsum("ij,ij->i", Y, Y)[None, :]
+    if kernel == "linear":
+        grad = np.broadcast_to(Y[None, :, :], diff.shape)
+    elif kernel == "poly":
+        factor = degree * gamma * (gamma * dot + coef0) ** (degree - 1)
+        grad = factor[:, :, None] * Y[None, :, :]
+    elif kernel == "rbf":
+        k = np.exp(-gamma * np.sum(diff**2, axis=2))
+        grad = -2.0 * gamma * k[:, :, None] * diff
+    elif kernel == "laplacian":
+        k = np.exp(-gamma * np.sum(np.abs(diff), axis=2))
+        grad = -gamma * k[:, :, None] * np.sign(diff)
+    elif kernel == "cosine":
+        norms = np.sqrt(nx * ny)
+        safe = np.where(norms > 0, norms, 1.0)
+        k = np.where(norms > 0, dot / safe, 0.0)
+        x_term = np.where(nx > 0, k / np.where(nx > 0, nx, 1.0), 0.0)
+        grad = (np.where(norms > 0, 1.0 / safe, 0.0)[:, :, None] * Y[None, :, :]
+                - x_term[:, :, None] * X[:, None, :])
+    else:  # tanimoto: k = s / D with D = |x|^2 + |y|^2 - s
+        denom = nx + ny - dot
+        inv_sq = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0) ** 2, 0.0)
+        grad = ((nx + ny) * inv_sq)[:, :, None] * Y[None, :, :] - (2.0 * dot * inv_sq)[:, :, None] * X[:, None, :]
+    return np.einsum("ij,ijd->id", W, grad).astype(out_dtype)
