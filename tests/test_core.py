@@ -1,6 +1,10 @@
 """Every routine of the compiled core against its NumPy twin in rkm.reference."""
 
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -298,3 +302,27 @@ def test_kernel_gradient_reference_matches_finite_differences(rng, kernel):
             minus[i, f] -= step
             value = lambda Z: np.sum(W[i] * reference.kernel_matrix(Z[i : i + 1], Y, kernel, gamma)[0])
             np.testing.assert_allclose(G[i, f], (value(plus) - value(minus)) / (2 * step), rtol=1e-5, atol=1e-7)
+
+
+def test_ctrl_c_interrupts_a_long_core_loop():
+    # A solve that cannot converge runs until Ctrl-C; the core must stop and raise KeyboardInterrupt.
+    script = (
+        "import numpy as np, sys; from rkm import _core\n"
+        "A = np.random.default_rng(0).normal(size=(2000, 2000)); A = A + A.T\n"
+        "start = np.random.default_rng(1).normal(size=(2000, 8))\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    _core.top_eigsh(A, 4, start, 1e-300, 10**9)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        # An editable install may print its rebuild log first.
+        assert any(line.strip() == "ready" for line in process.stdout)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert "interrupted" in output

@@ -23,7 +23,9 @@ def config():
 
 def show_config():
     """Print version, compiler, OpenMP and threads, dtypes, CUDA, Eigen and BLAS in use."""
-    for key, value in config().items():
+    info = config()
+    width = max(map(len, info))
+    for key, value in info.items():
         if isinstance(value, (list, tuple)):
             value = ", ".join(map(str, value))
-        print(f"{key:>15}: {value}")
+        print(f"{key:>{width}}: {value}")
