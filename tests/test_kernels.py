@@ -33,7 +33,9 @@ def test_sigma_conventions(rng):
     assert RBF.from_sigma(sigma2=50, convention="gaussian").gamma == pytest.approx(0.01)
 
 
-@pytest.mark.parametrize("args", [dict(), dict(sigma=1.0, sigma2=1.0), dict(sigma=-1.0), dict(sigma=1.0, convention="x")])
+@pytest.mark.parametrize(
+    "args", [dict(), dict(sigma=1.0, sigma2=1.0), dict(sigma=-1.0), dict(sigma=1.0, convention="x")]
+)
 def test_sigma_conventions_validate(args):
     with pytest.raises(ValueError):
         RBF.from_sigma(**args)

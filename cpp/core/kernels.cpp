@@ -204,7 +204,8 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
         if (spec.type == KernelType::laplacian) {
           l1_band(Xd, Ys, r0, band);
         } else {
-          blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0, 0.0);
+          blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.topRows(cols), band,
+                             1.0, 0.0);
         }
         write_band<T>(spec, band, r0, nx, ny, symmetric, tile, out);
       }

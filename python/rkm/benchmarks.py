@@ -170,7 +170,8 @@ def bench_kpca(sizes, components, n_threads, log):
             fastest = min(peers, key=lambda k: peers[k][0])
             rows.append((n, s, t_rkm, best, t_best, t_best / t_rkm, eig_error(ours), angle, eig_error(best_model),
                          ours.n_iter_, fastest, peers[fastest][0], eig_error(peers[fastest][1])))
-            log(f"kpca N={n} s={s}: rkm {t_rkm:.2f}s ({ours.n_iter_} block products), best sklearn {best} {t_best:.2f}s")
+            log(f"kpca N={n} s={s}: rkm {t_rkm:.2f}s ({ours.n_iter_} block products), "
+                f"sklearn peer {best} {t_best:.2f}s")
     return rows
 
 
@@ -218,7 +219,8 @@ def bench_eigen_dtypes(sizes, n_threads, log):
         mem64, mem32 = peak_fit_memory(n, 10, np.float64), peak_fit_memory(n, 10, np.float32)
         matrix64 = n * n * 8
         rows.append((n, t64, t32, t64 / t32, relative, mem64 / matrix64, mem32 / (matrix64 / 2), mem64 / mem32))
-        log(f"eigen N={n}: float64 {t64:.3f}s float32 {t32:.3f}s; fit peak {mem64 / 2**20:.0f} / {mem32 / 2**20:.0f} MiB")
+        log(f"eigen N={n}: float64 {t64:.3f}s float32 {t32:.3f}s; "
+            f"fit peak {mem64 / 2**20:.0f} / {mem32 / 2**20:.0f} MiB")
     return rows
 
 

@@ -293,17 +293,19 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _n_features_out(self):
         return self.eigenvalues_.shape[0]
 
-    def _hidden_to_output(self, H):
-        if self.scaling == "hidden":
-            return H
-        if self.scaling == "score":
-            return H * self.eigenvalues_
-        return H * np.sqrt(self.eta * self.eigenvalues_)
+    def _output_factor(self, scaling):
+        """Per-component factor from hidden features to the outputs of a scaling convention."""
+        if scaling == "hidden":
+            return np.ones_like(self.eigenvalues_)
+        if scaling == "score":
+            return self.eigenvalues_
+        return np.sqrt(self.eta * self.eigenvalues_)
+
+    def _hidden_to_output(self, H, scaling=None):
+        return H * self._output_factor(scaling or self.scaling)
 
     def _output_to_hidden(self, Z):
-        if self.scaling == "hidden":
-            return Z
-        factor = self.eigenvalues_ if self.scaling == "score" else np.sqrt(self.eta * self.eigenvalues_)
+        factor = self._output_factor(self.scaling)
         return np.divide(Z, factor, out=np.zeros_like(Z), where=factor > 0)
 
     def _kernel_rows(self, X):
@@ -343,19 +345,22 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def fit_transform(self, X, y=None):
         """Fit and return the training projections (the hidden features H, scaled per ``scaling``)."""
         self.fit(X)
-        return self._hidden_to_output(self.H_.copy())
+        return self._hidden_to_output(self.H_)
 
     # ------------------------------------------------------------------ pre-images
 
     def _fit_ridge_preimage(self, X):
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-        Z = self.H_ * np.sqrt(self.eta * self.eigenvalues_)
+        Z = self._hidden_to_output(self.H_, "sklearn")
         K = kernel_matrix(Z, None, name, gamma, degree, coef0, n_threads=self.n_threads).astype(np.float64)
         K.flat[:: K.shape[0] + 1] += self.preimage_alpha
         self.preimage_dual_coef_ = np.linalg.solve(K, X.astype(np.float64)).astype(X.dtype)
 
     def _similarities(self, H):
-        """Predicted (uncentred up to a per-point constant) similarities k(x_j, x*) from hidden features (Gen-RKM eq. 7)."""
+        """Similarities k(x_j, x*) predicted from hidden features (Gen-RKM eq. 7).
+
+        Uncentred up to a constant per point, which the kernel smoother's scaling removes.
+        """
         S = (H * self.eigenvalues_) @ self.H_.T
         return S + self.column_means_ if self.center else S
 
@@ -371,9 +376,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError("inverse_transform: not available for a precomputed kernel")
         if self.preimage_ == "ridge":
             name, gamma, degree, coef0 = self._kernel_spec(self.X_fit_.shape[1])
-            Z = self._hidden_to_sklearn(H)
-            Z_fit = self.H_ * np.sqrt(self.eta * self.eigenvalues_)
-            return kernel_matrix(Z, Z_fit, name, gamma, degree, coef0, n_threads=self.n_threads) @ self.preimage_dual_coef_
+            Z = self._hidden_to_output(H, "sklearn")
+            Z_fit = self._hidden_to_output(self.H_, "sklearn")
+            K = kernel_matrix(Z, Z_fit, name, gamma, degree, coef0, n_threads=self.n_threads)
+            return K @ self.preimage_dual_coef_
         smoothed = kernel_smoother(self._similarities(H), self.X_fit_, self.n_neighbors)
         if self.preimage_ == "smoother":
             return smoothed
@@ -383,9 +389,6 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             n_threads=self.n_threads,
         )
         return X
-
-    def _hidden_to_sklearn(self, H):
-        return (H * np.sqrt(self.eta * self.eigenvalues_)).astype(self.H_.dtype)
 
     def inverse_transform(self, X):
         """Map projections back to input space by the pre-image method ``preimage``.
