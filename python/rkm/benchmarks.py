@@ -56,6 +56,8 @@ def _timed(function, repeats):
 
 # Relative eigenvalue error (against the dense or ARPACK solution) a peer must reach to count as equally accurate.
 EQUAL_ACCURACY = 1e-8
+# Largest N whose kernel PCA is also checked against the pure reference path (a dense eigh, O(N^3)).
+REFERENCE_MAX_SAMPLES = 2000
 
 
 def _repeats(n):
@@ -141,6 +143,15 @@ def _sklearn_fit(X, n_components, gamma, solver):
     return model.fit(X)
 
 
+def _assert_matches_reference(X, gamma, eigenvalues):
+    """The pure-NumPy path (reference kernel, centring and dense eigh) must give rkm's eigenvalues."""
+    K = reference.kernel_matrix(X, None, "rbf", gamma)
+    reference.center_kernel(K)
+    expected = reference.eigh(K)[0][: len(eigenvalues)]
+    error = float(np.max(np.abs(eigenvalues - expected)) / expected[0])
+    assert error < EQUAL_ACCURACY, f"rkm and the reference disagree by {error}"
+
+
 def bench_kpca(sizes, components, n_threads, log):
     """KernelPCA fit vs the fastest of scikit-learn's solvers, with accuracy against each other."""
     rows = []
@@ -167,6 +178,8 @@ def bench_kpca(sizes, components, n_threads, log):
             t_best, best_model = peers[best]
             angle = _subspace_error(accurate.eigenvectors_, ours.H_)
             assert eig_error(ours) < EQUAL_ACCURACY, f"rkm eigenvalues off by {eig_error(ours)}"
+            if n <= REFERENCE_MAX_SAMPLES:
+                _assert_matches_reference(X, gamma, ours.eigenvalues_)
             fastest = min(peers, key=lambda k: peers[k][0])
             rows.append((n, s, t_rkm, best, t_best, t_best / t_rkm, eig_error(ours), angle, eig_error(best_model),
                          ours.n_iter_, fastest, peers[fastest][0], eig_error(peers[fastest][1])))
