@@ -19,11 +19,9 @@ bool register_scipy_blas() {
     const py::dict l = py::module_::import("scipy.linalg.cython_lapack").attr("__pyx_capi__");
     auto& d = blas::routines<double>();
     d.gemm = reinterpret_cast<blas::Routines<double>::gemm_t>(capsule_pointer(b, "dgemm"));
-    d.syrk = reinterpret_cast<blas::Routines<double>::syrk_t>(capsule_pointer(b, "dsyrk"));
     d.syevd = reinterpret_cast<blas::Routines<double>::syevd_t>(capsule_pointer(l, "dsyevd"));
     auto& s = blas::routines<float>();
     s.gemm = reinterpret_cast<blas::Routines<float>::gemm_t>(capsule_pointer(b, "sgemm"));
-    s.syrk = reinterpret_cast<blas::Routines<float>::syrk_t>(capsule_pointer(b, "ssyrk"));
     s.syevd = reinterpret_cast<blas::Routines<float>::syevd_t>(capsule_pointer(l, "ssyevd"));
     return true;
   } catch (const py::error_already_set&) {

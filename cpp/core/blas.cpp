@@ -33,7 +33,7 @@ bool use_external() { return g_use_external.load(); }
 template <typename T>
 bool external_available() {
   const Routines<T>& r = routines<T>();
-  return r.gemm != nullptr && r.syrk != nullptr && r.syevd != nullptr;
+  return r.gemm != nullptr && r.syevd != nullptr;
 }
 
 template <typename T>
@@ -72,27 +72,6 @@ void gemm(Op op_a, Op op_b, const ConstMatrixRef<T>& A, const ConstMatrixRef<T>&
 }
 
 template <typename T>
-void syrk_lower(const ConstMatrixRef<T>& X, MatrixRef<T> C) {
-  if (C.size() == 0) return;
-  if (X.cols() == 0) {
-    C.template triangularView<Eigen::Lower>().setZero();
-    return;
-  }
-  auto syrk = use_external() ? routines<T>().syrk : nullptr;
-  if (syrk != nullptr) {
-    // The row-major lower triangle is the column-major upper one.
-    char uplo = 'U', trans = 'T';
-    int n = as_int(X.rows()), k = as_int(X.cols());
-    int lda = as_int(X.outerStride()), ldc = as_int(C.outerStride());
-    T alpha = 1, beta = 0;
-    syrk(&uplo, &trans, &n, &k, &alpha, const_cast<T*>(X.data()), &lda, &beta, C.data(), &ldc);
-    return;
-  }
-  C.template triangularView<Eigen::Lower>().setZero();
-  C.template selfadjointView<Eigen::Lower>().rankUpdate(X);
-}
-
-template <typename T>
 void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V) {
   int n = as_int(A.rows());
   w.resize(n);
@@ -126,7 +105,6 @@ void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V) {
   template Routines<T>& routines<T>();                                                                     \
   template bool external_available<T>();                                                                   \
   template void gemm<T>(Op, Op, const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);   \
-  template void syrk_lower<T>(const ConstMatrixRef<T>&, MatrixRef<T>);                                    \
   template void syevd<T>(RowMatrix<T>&, Vector<T>&, RowMatrix<T>&);
 
 RKM_INSTANTIATE_BLAS(float)

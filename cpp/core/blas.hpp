@@ -15,10 +15,8 @@ namespace rkm::blas {
 template <typename T>
 struct Routines {
   using gemm_t = void (*)(char*, char*, int*, int*, int*, T*, T*, int*, T*, int*, T*, T*, int*);
-  using syrk_t = void (*)(char*, char*, int*, int*, T*, T*, int*, T*, T*, int*);
   using syevd_t = void (*)(char*, char*, int*, T*, int*, T*, T*, int*, int*, int*, int*);
   gemm_t gemm = nullptr;
-  syrk_t syrk = nullptr;
   syevd_t syevd = nullptr;
 };
 
@@ -36,9 +34,6 @@ enum class Op { none, transpose };
 // C = alpha * op_a(A) * op_b(B) + beta * C on row-major views.
 template <typename T>
 void gemm(Op op_a, Op op_b, const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta);
-// Lower triangle (row >= col) of C = X * X^T; the strict upper triangle is left untouched.
-template <typename T>
-void syrk_lower(const ConstMatrixRef<T>& X, MatrixRef<T> C);
 // All eigenpairs of the symmetric matrix A (overwritten): ascending eigenvalues w, eigenvectors in the
 // columns of V.
 template <typename T>
