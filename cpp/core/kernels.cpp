@@ -74,6 +74,19 @@ double exact_self_value(KernelType type, double squared_norm) {
   return type == KernelType::cosine && squared_norm == 0.0 ? 0.0 : 1.0;
 }
 
+// Runs body(band, thread) for bands 0..n_bands-1 on the OpenMP threads, in waves between which the calling
+// thread checks for Ctrl-C (nothing may throw inside the parallel region, so the check sits outside it).
+template <typename Body>
+void for_each_band(Index n_bands, int threads, const Body& body) {
+  const Index wave = 8 * static_cast<Index>(threads);
+  for (Index first = 0; first < n_bands; first += wave) {
+    throw_if_interrupted();
+    const Index last = std::min(first + wave, n_bands);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Index k = first; k < last; ++k) body(k, static_cast<size_t>(thread_index()));
+  }
+}
+
 void l1_band(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, MatrixRef<double> band) {
   for (Index i = 0; i < band.rows(); ++i) {
     for (Index c = 0; c < band.cols(); ++c) band(i, c) = (X.row(r0 + i) - Y.row(c)).cwiseAbs().sum();
@@ -109,7 +122,8 @@ void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0,
 }
 
 // One row of the gradient coefficients: overwrites g with a_j = W_ij A_ij, the weights of the y_j, and
-// returns sum_j W_ij B_ij, the weight of x_i (see kernel_gradient_into).
+// returns sum_j W_ij B_ij, the weight of x_i (see kernel_gradient_into). Runs inside OpenMP regions, so it
+// must not throw; laplacian has no such form and never comes here (kernel_gradient_into sums it directly).
 double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const double* ny_ptr, const double* w_ptr,
                         Index n) {
   Eigen::Map<Array> g(g_ptr, n);
@@ -140,7 +154,7 @@ double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const dou
     case KernelType::laplacian:
       break;
   }
-  throw std::logic_error("gradient_segment: laplacian is summed directly");
+  __builtin_unreachable();
 }
 
 void laplacian_gradient(const DoubleMatrix& X, const DoubleMatrix& Y, const DoubleMatrix& W, double gamma,
@@ -183,34 +197,22 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   // many features the GEMM dominates and wants about d/2 rows or more.
   const Index band_rows = std::clamp<Index>(std::max<Index>(kBandBytes / (8 * n_y), X.cols() / 2), 16, 512);
   const Index n_bands = (n_x + band_rows - 1) / band_rows;
-  const Index wave = 8 * static_cast<Index>(guard.threads());
-  // Buffers live across waves: fresh pages are expensive to fault in.
-  std::vector<DoubleMatrix> scratches(static_cast<size_t>(guard.threads()));
+  // Per-thread buffers live across waves: fresh pages are expensive to fault in.
+  std::vector<DoubleMatrix> scratches(static_cast<size_t>(guard.threads()),
+                                      DoubleMatrix(std::min(band_rows, n_x), n_y));
   std::vector<std::vector<double>> tiles(scratches.size());
-  for (Index first = 0; first < n_bands; first += wave) {
-    throw_if_interrupted();  // between waves, on the calling thread
-    const Index last = std::min(first + wave, n_bands);
-#pragma omp parallel
-    {
-      const size_t tid = static_cast<size_t>(thread_index());
-      DoubleMatrix& scratch = scratches[tid];
-      std::vector<double>& tile = tiles[tid];
-      scratch.resize(std::min(band_rows, n_x), n_y);
-#pragma omp for schedule(dynamic, 1)
-      for (Index k = first; k < last; ++k) {
-        const Index r0 = k * band_rows, rows = std::min(band_rows, n_x - r0);
-        const Index cols = symmetric ? r0 + rows : n_y;
-        MatrixRef<double> band = scratch.topLeftCorner(rows, cols);
-        if (spec.type == KernelType::laplacian) {
-          l1_band(Xd, Ys, r0, band);
-        } else {
-          blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.topRows(cols), band,
-                             1.0, 0.0);
-        }
-        write_band<T>(spec, band, r0, nx, ny, symmetric, tile, out);
-      }
+  for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
+    const Index r0 = k * band_rows, rows = std::min(band_rows, n_x - r0);
+    const Index cols = symmetric ? r0 + rows : n_y;
+    MatrixRef<double> band = scratches[tid].topLeftCorner(rows, cols);
+    if (spec.type == KernelType::laplacian) {
+      l1_band(Xd, Ys, r0, band);
+    } else {
+      blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0,
+                         0.0);
     }
-  }
+    write_band<T>(spec, band, r0, nx, ny, symmetric, tiles[tid], out);
+  });
 }
 
 template <typename T>
@@ -236,23 +238,19 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
   const Vector<double> nx = Xd.rowwise().squaredNorm(), ny = Yd.rowwise().squaredNorm();
   const Index band_rows = std::clamp<Index>(kBandBytes / (8 * std::max<Index>(m, 1)), 16, 512);
   const Index n_bands = (n + band_rows - 1) / band_rows;
-  // The core runs single-threaded GEMMs on each of its threads, as for kernel matrices.
-#pragma omp parallel
-  {
-    DoubleMatrix coefficients(std::min(band_rows, n), m);
-#pragma omp for schedule(dynamic, 1)
-    for (Index k = 0; k < n_bands; ++k) {
-      const Index r0 = k * band_rows, rows = std::min(band_rows, n - r0);
-      MatrixRef<double> band = coefficients.topRows(rows);
-      blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Yd, band, 1.0, 0.0);
-      Eigen::VectorXd x_weights(rows);
-      for (Index i = 0; i < rows; ++i)
-        x_weights[i] = gradient_segment(spec, &band(i, 0), nx[r0 + i], ny.data(), &Wd(r0 + i, 0), m);
-      MatrixRef<double> out = Gd.middleRows(r0, rows);
-      blas::gemm<double>(blas::Op::none, blas::Op::none, band, Yd, out, 1.0, 0.0);
-      out += x_weights.asDiagonal() * Xd.middleRows(r0, rows);
-    }
-  }
+  // Single-threaded GEMMs on each of the core's threads, as for kernel matrices.
+  std::vector<DoubleMatrix> coefficients(static_cast<size_t>(guard.threads()), DoubleMatrix(std::min(band_rows, n), m));
+  for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
+    const Index r0 = k * band_rows, rows = std::min(band_rows, n - r0);
+    MatrixRef<double> band = coefficients[tid].topRows(rows);
+    blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Yd, band, 1.0, 0.0);
+    Eigen::VectorXd x_weights(rows);
+    for (Index i = 0; i < rows; ++i)
+      x_weights[i] = gradient_segment(spec, &band(i, 0), nx[r0 + i], ny.data(), &Wd(r0 + i, 0), m);
+    MatrixRef<double> out = Gd.middleRows(r0, rows);
+    blas::gemm<double>(blas::Op::none, blas::Op::none, band, Yd, out, 1.0, 0.0);
+    out += x_weights.asDiagonal() * Xd.middleRows(r0, rows);
+  });
   G = Gd.template cast<T>();
 }
 
