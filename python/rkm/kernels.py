@@ -61,6 +61,25 @@ def _check_kernel_arguments(kernel, degree, coef0):
         raise ValueError(f"coef0: must be a finite number, got {coef0!r}")
 
 
+def _validated(kernel, gamma, degree, coef0, n_threads, arrays):
+    """Validate a kernel call: canonical name, resolved gamma, n_threads, and the named 2-D arrays.
+
+    `arrays` maps argument names to arrays (None entries stay None); the first is X. The arrays come back
+    C-contiguous in one common float dtype, with matching feature counts for X and Y.
+    """
+    name = canonical_kernel_name(kernel)
+    n_threads = check_n_threads(n_threads)
+    checked = {key: None if A is None else check_matrix(A, key) for key, A in arrays.items()}
+    X, Y = checked["X"], checked.get("Y")
+    if Y is not None and Y.shape[1] != X.shape[1]:
+        raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
+    dtype = np.result_type(*(A.dtype for A in checked.values() if A is not None))
+    checked = {key: None if A is None else A.astype(dtype, copy=False) for key, A in checked.items()}
+    gamma = resolve_gamma(name, gamma, X.shape[1]) if name in _GAMMA_KERNELS else 1.0
+    _check_kernel_arguments(name, degree, coef0)
+    return name, gamma, n_threads, checked
+
+
 def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
     """Kernel matrix K(X, Y), or K(X, X) built from one triangle when Y is None.
 
@@ -84,17 +103,8 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     """
     if isinstance(kernel, Kernel):
         return kernel(X, Y, n_threads=n_threads)
-    name = canonical_kernel_name(kernel)
-    n_threads = check_n_threads(n_threads)
-    X = check_matrix(X, "X")
-    if Y is not None:
-        Y = check_matrix(Y, "Y")
-        if Y.shape[1] != X.shape[1]:
-            raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
-        dtype = np.result_type(X.dtype, Y.dtype)
-        X, Y = X.astype(dtype, copy=False), Y.astype(dtype, copy=False)
-    gamma = resolve_gamma(name, gamma, X.shape[1]) if name in _GAMMA_KERNELS else 1.0
-    _check_kernel_arguments(name, degree, coef0)
+    name, gamma, n_threads, arrays = _validated(kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y})
+    X, Y = arrays["X"], arrays["Y"]
     n_y = X.shape[0] if Y is None else Y.shape[0]
     check_fits_in_memory((X.shape[0], n_y), X.dtype, "X")
     # The core runs one single-threaded GEMM per band on each of its own threads.
@@ -121,17 +131,10 @@ def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     """
     if isinstance(kernel, Kernel):
         return kernel_gradient(X, Y, W, kernel.name, n_threads=n_threads, **kernel.params())
-    name = canonical_kernel_name(kernel)
-    n_threads = check_n_threads(n_threads)
-    X, Y, W = check_matrix(X, "X"), check_matrix(Y, "Y"), check_matrix(W, "W")
-    if Y.shape[1] != X.shape[1]:
-        raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
+    name, gamma, n_threads, arrays = _validated(kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "W": W})
+    X, Y, W = arrays["X"], arrays["Y"], arrays["W"]
     if W.shape != (X.shape[0], Y.shape[0]):
         raise ValueError(f"W: must have shape {(X.shape[0], Y.shape[0])}, got {W.shape}")
-    dtype = np.result_type(X.dtype, Y.dtype, W.dtype)
-    X, Y, W = (A.astype(dtype, copy=False) for A in (X, Y, W))
-    gamma = resolve_gamma(name, gamma, X.shape[1]) if name in _GAMMA_KERNELS else 1.0
-    _check_kernel_arguments(name, degree, coef0)
     with blas_threads(1):
         return _core.kernel_gradient(X, Y, W, name, gamma, float(degree), float(coef0), n_threads)
 
