@@ -135,6 +135,30 @@ def test_top_eigsh_matches_dense(rng, n, s):
     np.testing.assert_allclose(V.T @ V, np.eye(s), atol=1e-10)
 
 
+@pytest.mark.parametrize("n,s,b", [(400, 10, 1), (600, 30, 4), (900, 40, 8)])
+def test_top_eigsh_blocks_narrower_than_wanted_pairs(rng, n, s, b):
+    A = _spd_with_decay(rng, n, decay=0.97)
+    w, V, residuals, n_iter, converged = _core.top_eigsh(A, s, rng.normal(size=(n, b)))
+    w_ref, V_ref = reference.eigh(A)
+    assert converged and n_iter > s // b
+    np.testing.assert_allclose(w, w_ref[:s], rtol=1e-8, atol=1e-12)
+    assert _subspace_angle(V, V_ref[:, :s]) < 1e-6
+    np.testing.assert_allclose(V.T @ V, np.eye(s), atol=1e-10)
+
+
+@pytest.mark.parametrize("rank", [0, 3])
+def test_top_eigsh_finds_pairs_beyond_an_invariant_subspace(rng, rank):
+    # Once the basis spans the range of A every residual vanishes; the solver must still return the
+    # wanted number of orthonormal pairs (the extra ones with eigenvalue 0).
+    B = rng.normal(size=(300, rank))
+    A = B @ B.T
+    w, V, residuals, _, converged = _core.top_eigsh(A, 8, rng.normal(size=(300, 2)))
+    assert converged
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(A)[::-1][:8], atol=1e-10 * max(1.0, np.abs(w).max()))
+    np.testing.assert_allclose(V.T @ V, np.eye(8), atol=1e-10)
+    np.testing.assert_allclose(A @ V, V * w, atol=1e-8 * max(1.0, np.abs(w).max()))
+
+
 def test_top_eigsh_on_kernel_matrix_float32(rng):
     X = rng.normal(size=(1200, 6)).astype(np.float32)
     K = reference.kernel_matrix(X, None, "rbf", 0.5)
@@ -152,6 +176,15 @@ def test_top_eigsh_reports_non_convergence(rng):
     w, V, residuals, n_iter, converged = _core.top_eigsh(A, 5, rng.normal(size=(600, 6)), 1e-12, 2)
     assert not converged and n_iter == 2
     assert residuals.shape == (5,) and residuals.max() > 1e-12
+
+
+def test_top_eigsh_max_iter_still_returns_every_wanted_pair(rng):
+    # Blocks of 2 columns need 4 products to span 8 pairs; max_iter=1 must not cut the basis short.
+    A = _spd_with_decay(rng, 500)
+    w, V, residuals, n_iter, converged = _core.top_eigsh(A, 8, rng.normal(size=(500, 2)), 1e-12, 1)
+    assert not converged and n_iter == 4 and w.shape == (8,) and residuals.shape == (8,)
+    np.testing.assert_allclose(V.T @ V, np.eye(8), atol=1e-10)
+    assert np.all(np.isfinite(w)) and np.all(np.diff(w) <= 0)
 
 
 def test_top_eigsh_is_deterministic(rng):
@@ -181,7 +214,11 @@ def test_top_eigsh_operator_propagates_callback_errors(rng):
         _core.top_eigsh_operator(lambda B: B[:, :1], 200, 3, rng.normal(size=(200, 8)))
 
 
-@pytest.mark.parametrize("bad", [dict(n_components=0), dict(n_components=9), dict(tol=-1.0), dict(max_iter=0)])
+@pytest.mark.parametrize(
+    "bad",
+    [dict(n_components=0), dict(n_components=9), dict(tol=-1.0), dict(max_iter=0), dict(start=np.ones((8, 0))),
+     dict(start=np.ones((7, 2)))],
+)
 def test_top_eigsh_validates_arguments(rng, bad):
     A = _spd_with_decay(rng, 8)
     args = dict(n_components=2, start=rng.normal(size=(8, 3)), tol=None, max_iter=None) | bad
@@ -272,6 +309,27 @@ def test_block_product_matches_reference(rng, dtype, n, m, b):
     atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(m)
     np.testing.assert_allclose(_core.block_product(A, X), reference.block_product(A, X), rtol=1e-5, atol=atol)
     assert _core.config()["block_product_isa"] in ("avx2", "baseline")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n,b", [(1, 1), (3, 2), (7, 9), (1030, 8), (2051, 17), (300, 40)])
+def test_symmetric_block_product_reads_the_lower_triangle(rng, dtype, threads, n, b):
+    # Tiles, the diagonal blocks, the rows after the last tile and the split between threads; the upper
+    # triangle holds garbage that must not be read.
+    L = np.tril(rng.normal(size=(n, n)))
+    A = (L + np.tril(L, -1).T).astype(dtype)
+    garbage = A.copy()
+    garbage[np.triu_indices(n, 1)] = np.nan
+    X = rng.normal(size=(n, b)).astype(dtype)
+    atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(n)
+    got = _core.block_product(garbage, X, threads, symmetric=True)
+    np.testing.assert_allclose(got, reference.block_product(garbage, X, symmetric=True), rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(got, reference.block_product(A, X), rtol=1e-5, atol=atol)
+
+
+def test_symmetric_block_product_needs_a_square_matrix(rng):
+    with pytest.raises(ValueError, match="square"):
+        _core.block_product(rng.normal(size=(4, 5)), rng.normal(size=(5, 2)), symmetric=True)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

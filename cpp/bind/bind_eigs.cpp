@@ -3,6 +3,8 @@
 #include "core/eigs.hpp"
 #include "core/products.hpp"
 
+#include <algorithm>
+
 namespace rkm::bind {
 
 namespace {
@@ -12,7 +14,13 @@ double default_tol() {
   return sizeof(T) == sizeof(float) ? 1e-4 : 1e-10;
 }
 
-constexpr int kDefaultMaxIter = 100;
+// Block products allowed by default: enough for slowly converging spectra, growing with the number of
+// blocks the wanted pairs span.
+int default_max_iter(int n_components, Eigen::Index block_columns) {
+  const Eigen::Index blocks = (n_components + std::max<Eigen::Index>(block_columns, 1) - 1) /
+                              std::max<Eigen::Index>(block_columns, 1);
+  return static_cast<int>(100 + 10 * blocks);
+}
 
 template <typename T>
 py::tuple result_tuple(EigenResult<T>&& r) {
@@ -40,8 +48,8 @@ py::tuple top_eigsh_py(ConstMatrixRef<T> A, int n_components, ConstMatrixRef<T> 
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
     py::gil_scoped_release release;
-    result = top_eigsh<T>(A, n_components, start, tol.value_or(default_tol<T>()), max_iter.value_or(kDefaultMaxIter),
-                          threads);
+    result = top_eigsh<T>(A, n_components, start, tol.value_or(default_tol<T>()),
+                          max_iter.value_or(default_max_iter(n_components, start.cols())), threads);
   }
   return result_tuple<T>(std::move(result));
 }
@@ -65,32 +73,35 @@ py::tuple top_eigsh_operator_py(py::function matmat, Eigen::Index n, int n_compo
   {
     py::gil_scoped_release release;
     result = top_eigsh<T>(apply, n, n_components, start, tol.value_or(default_tol<T>()),
-                          max_iter.value_or(kDefaultMaxIter), threads);
+                          max_iter.value_or(default_max_iter(n_components, start.cols())), threads);
   }
   return result_tuple<T>(std::move(result));
 }
 
 template <typename T>
-RowMatrix<T> block_product_py(ConstMatrixRef<T> A, ConstMatrixRef<T> X, std::optional<int> n_threads) {
+RowMatrix<T> block_product_py(ConstMatrixRef<T> A, ConstMatrixRef<T> X, std::optional<int> n_threads,
+                              bool symmetric) {
   const int threads = thread_count(n_threads);
   RowMatrix<T> Y(A.rows(), X.cols());
   // Safe without the GIL: only views of NumPy buffers the caller keeps alive, and Y.
   py::gil_scoped_release release;
-  block_product<T>(A, X, Y, threads);
+  block_product<T>(A, X, Y, threads, symmetric);
   return Y;
 }
 
 template <typename T>
 void def_eigs(py::module_& m) {
   m.def("block_product", &block_product_py<T>, py::arg("A").noconvert(), py::arg("X").noconvert(),
-        py::arg("n_threads") = py::none(), "A @ X for a large A and a thin block X (the Krylov solver's product).");
+        py::arg("n_threads") = py::none(), py::arg("symmetric") = false,
+        "A @ X for a large A and a thin block X (the Krylov solver's product); with symmetric=True, A is "
+        "taken as symmetric and only its lower triangle is read.");
   m.def("eigh", &eigh_py<T>, py::arg("A").noconvert(), py::arg("n_threads") = py::none(),
         "All eigenpairs (w descending, V columns, sign-fixed) of a symmetric matrix.");
   m.def("top_eigsh", &top_eigsh_py<T>, py::arg("A").noconvert(), py::arg("n_components"),
         py::arg("start").noconvert(), py::arg("tol") = py::none(), py::arg("max_iter") = py::none(),
         py::arg("n_threads") = py::none(),
-        "Largest eigenpairs of a symmetric matrix by restarted block Krylov iteration from the block `start`. "
-        "Returns (w, V, residuals, n_iter, converged).");
+        "Largest eigenpairs of a symmetric matrix by restarted block Krylov iteration from the block `start` "
+        "(b >= 1 columns, the width of every product with A). Returns (w, V, residuals, n_iter, converged).");
   m.def("top_eigsh_operator", &top_eigsh_operator_py<T>, py::arg("matmat"), py::arg("n"), py::arg("n_components"),
         py::arg("start").noconvert(), py::arg("tol") = py::none(), py::arg("max_iter") = py::none(),
         py::arg("n_threads") = py::none(),

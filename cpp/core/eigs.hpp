@@ -24,17 +24,20 @@ struct EigenResult {
 template <typename T>
 void dense_eigh(const ConstMatrixRef<T>& A, Vector<T>& values, RowMatrix<T>& vectors, int n_threads);
 
-// The n_components largest (algebraic) eigenpairs of a symmetric operator of order n, by block Krylov
-// iteration with thick restarts: each step multiplies A with one block (one pass over a stored A, a
-// GEMM), orthogonalizes against the basis (two rounds of block Gram-Schmidt + QR) and does Rayleigh-Ritz
-// on the incrementally updated projected matrix. `start` (n x b, b >= n_components) fixes the starting
-// block, so results are deterministic. Stops when every wanted relative residual is <= tol or after
-// max_iter block products, reporting the residuals reached either way.
+// The n_components largest (algebraic) eigenpairs of a symmetric operator of order n, by a block Krylov
+// (Davidson-type) iteration with thick restarts and soft locking: each step multiplies A with one block of
+// b columns (one pass over a stored A), namely the residuals of the first b Ritz pairs not yet converged,
+// orthogonalized against the basis (two rounds of block Gram-Schmidt + QR), then does Rayleigh-Ritz on
+// the incrementally updated projected matrix. b may be smaller than n_components: narrow blocks stream A
+// at memory speed and need the fewest multiplied columns in all. `start` (n x b) fixes the first block,
+// so results are deterministic. Stops when every wanted relative residual is <= tol (checked for all
+// wanted pairs together) or after max_iter block products, reporting the residuals reached either way.
 template <typename T>
 EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Eigen::Index n, int n_components,
                          const ConstMatrixRef<T>& start, double tol, int max_iter, int n_threads);
 
-// The same for a stored symmetric matrix (products by block_product).
+// The same for a stored symmetric matrix, of which only the lower triangle is read (products by
+// block_product with symmetric = true).
 template <typename T>
 EigenResult<T> top_eigsh(const ConstMatrixRef<T>& A, int n_components, const ConstMatrixRef<T>& start,
                          double tol, int max_iter, int n_threads);

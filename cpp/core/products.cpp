@@ -3,8 +3,10 @@
 #include "core/blas.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 namespace rkm {
 
@@ -53,12 +55,70 @@ void thin_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Inde
   thin_tile<T, 16>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);  // SSE2 vectors
 }
 
+// The symmetric counterpart for a row tile below the diagonal (j1 <= r0): every element a_rj read once
+// serves y_r += a_rj x_j and y_j += a_rj x_r. A tile of kSymmetricRows rows (fewer than kRows: the
+// transposed sums need registers too) against one column tile of 2L columns.
+constexpr Index kSymmetricRows = 4;
+
+template <typename T, int VectorBytes>
+__attribute__((always_inline)) inline void symmetric_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y,
+                                                               Index ldy, Index r0, Index j0, Index j1, Index c0) {
+  typedef T V __attribute__((vector_size(VectorBytes)));
+  constexpr int L = VectorBytes / static_cast<int>(sizeof(T));
+  V acc[kSymmetricRows][2] = {}, x_rows[kSymmetricRows][2];
+  for (int r = 0; r < kSymmetricRows; ++r) {
+    std::memcpy(&x_rows[r][0], X + (r0 + r) * ldx + c0, sizeof(V));
+    std::memcpy(&x_rows[r][1], X + (r0 + r) * ldx + c0 + L, sizeof(V));
+  }
+  for (Index j = j0; j < j1; ++j) {
+    V x0, x1, y0, y1;
+    std::memcpy(&x0, X + j * ldx + c0, sizeof(V));
+    std::memcpy(&x1, X + j * ldx + c0 + L, sizeof(V));
+    V t0 = {}, t1 = {};
+#pragma GCC unroll 8
+    for (int r = 0; r < kSymmetricRows; ++r) {
+      const T a = A[(r0 + r) * lda + j];
+      acc[r][0] += a * x0;
+      acc[r][1] += a * x1;
+      t0 += a * x_rows[r][0];
+      t1 += a * x_rows[r][1];
+    }
+    std::memcpy(&y0, Y + j * ldy + c0, sizeof(V));
+    std::memcpy(&y1, Y + j * ldy + c0 + L, sizeof(V));
+    y0 += t0;
+    y1 += t1;
+    std::memcpy(Y + j * ldy + c0, &y0, sizeof(V));
+    std::memcpy(Y + j * ldy + c0 + L, &y1, sizeof(V));
+  }
+  for (int r = 0; r < kSymmetricRows; ++r)
+    for (int c = 0; c < 2 * L; ++c) Y[(r0 + r) * ldy + c0 + c] += acc[r][c / L][c % L];
+}
+
+template <typename T, int VectorBytes>
+__attribute__((always_inline)) inline void symmetric_tile(const T* A, Index lda, const T* X, Index ldx, T* Y,
+                                                          Index ldy, Index r0, Index j0, Index j1, Index b) {
+  constexpr Index width = 2 * VectorBytes / static_cast<Index>(sizeof(T));
+  for (Index c0 = 0; c0 < b; c0 += width) symmetric_tile_full<T, VectorBytes>(A, lda, X, ldx, Y, ldy, r0, j0, j1, c0);
+}
+
+template <typename T>
+void symmetric_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0, Index j0,
+                             Index j1, Index b) {
+  symmetric_tile<T, 16>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RKM_HAVE_AVX2_DISPATCH 1
 template <typename T>
 __attribute__((target("avx2,fma"))) void thin_tile_avx2(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                        Index ldy, Index r0, Index j0, Index j1, Index b) {
   thin_tile<T, 32>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);  // AVX vectors
+}
+
+template <typename T>
+__attribute__((target("avx2,fma"))) void symmetric_tile_avx2(const T* A, Index lda, const T* X, Index ldx, T* Y,
+                                                            Index ldy, Index r0, Index j0, Index j1, Index b) {
+  symmetric_tile<T, 32>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
 }
 
 bool cpu_has_avx2() {
@@ -70,20 +130,30 @@ bool cpu_has_avx2() {
 template <typename T>
 using TileKernel = void (*)(const T*, Index, const T*, Index, T*, Index, Index, Index, Index, Index);
 
+// The tile kernels for this CPU and the column width of their tiles.
 template <typename T>
-std::pair<TileKernel<T>, Index> tile_kernel() {
+struct TileKernels {
+  TileKernel<T> general, symmetric;
+  Index width;
+};
+
+template <typename T>
+TileKernels<T> tile_kernels() {
 #ifdef RKM_HAVE_AVX2_DISPATCH
-  if (cpu_has_avx2()) return {&thin_tile_avx2<T>, 64 / static_cast<Index>(sizeof(T))};
+  if (cpu_has_avx2()) return {&thin_tile_avx2<T>, &symmetric_tile_avx2<T>, 64 / static_cast<Index>(sizeof(T))};
 #endif
-  return {&thin_tile_baseline<T>, 32 / static_cast<Index>(sizeof(T))};
+  return {&thin_tile_baseline<T>, &symmetric_tile_baseline<T>, 32 / static_cast<Index>(sizeof(T))};
 }
+
+Index round_up(Index value, Index multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 template <typename T>
 void thin_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
   const Index n = A.rows(), m = A.cols(), b = X.cols();
-  const auto [kernel, width] = tile_kernel<T>();
+  const TileKernels<T> kernels = tile_kernels<T>();
+  const auto kernel = kernels.general;
   // Zero-padded copies make every column tile full width; they are tiny next to A.
-  const Index padded = (b + width - 1) / width * width;
+  const Index padded = round_up(b, kernels.width);
   RowMatrix<T> Xp = RowMatrix<T>::Zero(m, padded), Yp = RowMatrix<T>::Zero(n, padded);
   Xp.leftCols(b) = X;
   const Index full_tiles = n / kRows;
@@ -98,19 +168,106 @@ void thin_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, Matrix
   for (Index r = full_tiles * kRows; r < n; ++r) Y.row(r).noalias() = A.row(r) * X;
 }
 
+// Adds the products of the lower triangle of A's rows r0..r1-1 that lie in columns r0..r (the diagonal
+// block of a row tile, or the last rows) to Y, both ways, with X and Y padded to `ld` columns.
+template <typename T>
+void add_diagonal_block(const ConstMatrixRef<T>& A, const T* X, T* Y, Index ld, Index r0, Index r1) {
+  for (Index r = r0; r < r1; ++r) {
+    for (Index c = r0; c <= r; ++c) {
+      const T a = A(r, c);
+      for (Index k = 0; k < ld; ++k) Y[r * ld + k] += a * X[c * ld + k];
+      if (c != r)
+        for (Index k = 0; k < ld; ++k) Y[c * ld + k] += a * X[r * ld + k];
+    }
+  }
+}
+
+// First tile of each of `parts` consecutive tile ranges holding equal shares of the lower triangle (row
+// tile t holds about t tiles' worth of it), so that a static split balances the threads.
+std::vector<Index> triangle_split(Index n_tiles, int parts) {
+  std::vector<Index> first(static_cast<size_t>(parts) + 1);
+  for (int p = 0; p <= parts; ++p)
+    first[static_cast<size_t>(p)] =
+        static_cast<Index>(std::llround(static_cast<double>(n_tiles) * std::sqrt(static_cast<double>(p) / parts)));
+  return first;
+}
+
+// Y = A X reading only the lower triangle of the symmetric A. Each thread owns a range of row tiles and
+// accumulates into its own copy of Y (its tiles scatter transposed products into earlier rows); the
+// copies are summed in thread order, so the result repeats for a given thread count.
+template <typename T>
+void symmetric_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int threads) {
+  const Index n = A.rows(), b = X.cols();
+  const TileKernels<T> kernels = tile_kernels<T>();
+  const Index padded = round_up(b, kernels.width);
+  RowMatrix<T> Xp = RowMatrix<T>::Zero(n, padded);
+  Xp.leftCols(b) = X;
+  const Index full_tiles = n / kSymmetricRows;
+  const int parts = static_cast<int>(std::clamp<Index>(full_tiles, 1, threads));
+  const std::vector<Index> first = triangle_split(full_tiles, parts);
+  std::vector<RowMatrix<T>> partial(static_cast<size_t>(parts), RowMatrix<T>::Zero(n, padded));
+  const T* a = A.data();
+  const Index lda = A.outerStride();
+#pragma omp parallel for schedule(static, 1) num_threads(parts)
+  for (int p = 0; p < parts; ++p) {
+    T* y = partial[static_cast<size_t>(p)].data();
+    for (Index t = first[static_cast<size_t>(p)]; t < first[static_cast<size_t>(p) + 1]; ++t) {
+      const Index r0 = t * kSymmetricRows;
+      for (Index j0 = 0; j0 < r0; j0 += kPanel)
+        kernels.symmetric(a, lda, Xp.data(), padded, y, padded, r0, j0, std::min(j0 + kPanel, r0), padded);
+      add_diagonal_block<T>(A, Xp.data(), y, padded, r0, r0 + kSymmetricRows);
+    }
+  }
+  RowMatrix<T>& sum = partial[0];
+  for (size_t p = 1; p < partial.size(); ++p) sum += partial[p];
+  // The last n mod kSymmetricRows rows: their parts left of the diagonal, then their diagonal block.
+  const Index tail = full_tiles * kSymmetricRows;
+  for (Index r = tail; r < n; ++r) {
+    sum.row(r).noalias() += A.row(r).head(tail) * Xp.topRows(tail);
+    sum.topRows(tail).noalias() += A.row(r).head(tail).transpose() * Xp.row(r);
+  }
+  add_diagonal_block<T>(A, Xp.data(), sum.data(), padded, tail, n);
+  Y = sum.leftCols(b);
+}
+
 }  // namespace
 
 template <typename T>
-void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int n_threads) {
+void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int n_threads,
+                   bool symmetric) {
+  require(!symmetric || A.rows() == A.cols(), "A: must be square for a symmetric product");
   require(A.cols() == X.rows(), "X: must have as many rows as A has columns");
   require(Y.rows() == A.rows() && Y.cols() == X.cols(), "Y: has the wrong shape");
   if (Y.size() == 0) return;
   ThreadGuard guard(n_threads);
-  if (X.cols() <= kThinBlockColumns) {
+  if (symmetric) {
+    symmetric_product<T>(A, X, Y, guard.threads());
+  } else if (X.cols() <= kThinBlockColumns) {
     thin_product<T>(A, X, Y);
   } else {
     blas::gemm<T>(blas::Op::none, blas::Op::none, A, X, Y, T(1), T(0));
   }
+}
+
+template <typename T>
+void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, int n_threads) {
+  require(A.rows() == B.rows(), "B: must have as many rows as A");
+  require(C.rows() == A.cols() && C.cols() == B.cols(), "C: has the wrong shape");
+  if (C.size() == 0) return;
+  ThreadGuard guard(n_threads);
+  // Below this many rows per part, splitting costs more than it saves.
+  constexpr Index kMinRowsPerPart = 2048;
+  const Index n = A.rows();
+  const int parts = static_cast<int>(std::clamp<Index>(n / kMinRowsPerPart, 1, guard.threads()));
+  std::vector<RowMatrix<T>> partial(static_cast<size_t>(parts), RowMatrix<T>(C.rows(), C.cols()));
+#pragma omp parallel for schedule(static, 1) num_threads(parts)
+  for (int p = 0; p < parts; ++p) {
+    const Index r0 = n * p / parts, r1 = n * (p + 1) / parts;
+    blas::gemm<T>(blas::Op::transpose, blas::Op::none, A.middleRows(r0, r1 - r0), B.middleRows(r0, r1 - r0),
+                  partial[static_cast<size_t>(p)], T(1), T(0));
+  }
+  C = partial[0];
+  for (size_t p = 1; p < partial.size(); ++p) C += partial[p];
 }
 
 const char* block_product_isa() {
@@ -121,8 +278,12 @@ const char* block_product_isa() {
 }
 
 template void block_product<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>&, MatrixRef<float>,
-                                   int);
+                                   int, bool);
 template void block_product<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>&,
-                                    MatrixRef<double>, int);
+                                    MatrixRef<double>, int, bool);
+template void transposed_product<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>&,
+                                        MatrixRef<float>, int);
+template void transposed_product<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>&,
+                                         MatrixRef<double>, int);
 
 }  // namespace rkm

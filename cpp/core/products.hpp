@@ -12,8 +12,17 @@ constexpr Eigen::Index kThinBlockColumns = 32;
 // small part of its peak (it packs all of A for a few columns; measured 1.4-2x slower than this kernel).
 // This kernel streams A once from memory in column panels, with a register tile of Y, and runs AVX2/FMA
 // code where the CPU has it (chosen at run time, so the portable build stays portable).
+// With `symmetric`, A (square) is taken as symmetric and only its lower triangle is read: each element
+// read serves two products, so A streams from memory at half its size, whatever the width of X.
 template <typename T>
-void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int n_threads);
+void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int n_threads,
+                   bool symmetric = false);
+
+// C = A^T B for tall A (n x k) and B (n x w): the projections of a block on a basis. Each thread multiplies
+// its own row range with single-threaded BLAS and the partial products are summed in thread order, so the
+// result repeats for a given thread count (and no BLAS thread pool competes with the OpenMP threads).
+template <typename T>
+void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, int n_threads);
 
 // Which inner kernel block_product runs on this CPU: "avx2" or "baseline".
 const char* block_product_isa();

@@ -297,7 +297,7 @@ def top_eigsh(A, n_components, start, tol=None, max_iter=None,
     n_components : int
         Number s of eigenpairs, ``1 <= s <= N``.
     start : ndarray of shape (N, b)
-        Starting block of the iterative solver, ``b >= n_components``.
+        Starting block of the iterative solver, ``b >= 1`` columns.
         Unused here.
     tol : float, default=None
         Convergence threshold on the relative residuals. ``None`` means 1e-10
@@ -328,10 +328,9 @@ def top_eigsh(A, n_components, start, tol=None, max_iter=None,
             f"n_components must be in [1, {n}], got {n_components}"
         )
     start_shape = np.shape(start)
-    if len(start_shape) != 2 or start_shape[0] != n or start_shape[1] < n_components:
+    if len(start_shape) != 2 or start_shape[0] != n or start_shape[1] < 1:
         raise ValueError(
-            f"start must have shape ({n}, b) with b >= n_components="
-            f"{n_components}, got {start_shape}"
+            f"start must have shape ({n}, b) with b >= 1, got {start_shape}"
         )
     out_dtype = _output_dtype(A)
     if tol is None:
@@ -383,7 +382,7 @@ def top_eigsh_operator(matmat, n, n_components, start, tol=None,
                      n_threads=n_threads)
 
 
-def block_product(A, X, n_threads=None):
+def block_product(A, X, n_threads=None, symmetric=False):
     """Product ``A @ X`` of a matrix and a block (the Krylov solver's product).
 
     Parameters
@@ -391,6 +390,8 @@ def block_product(A, X, n_threads=None):
     A : ndarray of shape (n, m)
     X : ndarray of shape (m, b)
     n_threads : ignored
+    symmetric : bool, default=False
+        Take the square A as symmetric and read only its lower triangle.
 
     Returns
     -------
@@ -399,7 +400,12 @@ def block_product(A, X, n_threads=None):
     A, X = np.asarray(A), np.asarray(X)
     if A.shape[1] != X.shape[0]:
         raise ValueError(f"X must have {A.shape[1]} rows, got {X.shape[0]}")
-    return (A.astype(np.float64) @ X.astype(np.float64)).astype(_output_dtype(A))
+    A64 = A.astype(np.float64)
+    if symmetric:
+        _check_square(A, "A")
+        lower = np.tril(A64)
+        A64 = lower + np.tril(lower, -1).T
+    return (A64 @ X.astype(np.float64)).astype(_output_dtype(A))
 
 
 def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
