@@ -41,6 +41,15 @@ def test_kernel_matrix_cross_matches_reference(rng, dtype, tol, kernel):
     np.testing.assert_allclose(K, reference.kernel_matrix(X, Y, kernel), **tol)
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("n", [1, 5, 2600])
+def test_kernel_matrix_lower_only_writes_the_lower_triangle(rng, dtype, tol, kernel, n):
+    X = _data(rng, (n, 6), dtype, kernel)
+    K = _core.kernel_matrix(X, None, kernel, 0.2, 3, 1.0, None, lower_only=True)
+    expected = reference.kernel_matrix(X, None, kernel, 0.2, 3, 1.0, None, lower_only=True)
+    np.testing.assert_allclose(np.tril(K), np.tril(expected), **tol)
+
+
 def test_kernel_matrix_spans_several_bands(rng):
     # Large enough that the banded build runs several GEMM bands and column chunks.
     X = rng.normal(size=(2600, 8))
@@ -80,6 +89,25 @@ def test_center_kernel_matches_reference(rng, dtype, tol, n):
     np.testing.assert_allclose(means_core, means_ref, **tol)
     assert grand_core == pytest.approx(grand_ref, rel=1e-6)
     assert means_core.dtype == dtype
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 2, 50, 333])
+def test_center_kernel_lower_only_matches_full_centring(rng, dtype, tol, threads, n):
+    K = reference.kernel_matrix(rng.normal(size=(n, 4)).astype(dtype), None, "rbf", 0.5)
+    full = K.copy()
+    means, grand = _core.center_kernel(full, threads)
+    lower = K.copy()
+    lower[np.triu_indices(n, 1)] = np.nan  # must be neither read nor written
+    lower_ref = lower.copy()
+    means_lower, grand_lower = _core.center_kernel(lower, threads, lower_only=True)
+    means_ref, grand_ref = reference.center_kernel(lower_ref, lower_only=True)
+    np.testing.assert_allclose(np.tril(lower), np.tril(full), **tol)
+    np.testing.assert_allclose(np.tril(lower), np.tril(lower_ref), **tol)
+    assert np.all(np.isnan(lower[np.triu_indices(n, 1)]))
+    np.testing.assert_allclose(means_lower, means, **tol)
+    np.testing.assert_allclose(means_ref, means, **tol)
+    assert grand_lower == pytest.approx(grand, rel=1e-6) and grand_ref == pytest.approx(grand, rel=1e-6)
 
 
 def test_center_kernel_rows_matches_reference(rng, dtype, tol):

@@ -19,7 +19,7 @@ KernelSpec make_spec(const std::string& kernel, std::optional<double> gamma, Eig
 template <typename T>
 py::array_t<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRef<T>> Y, const std::string& kernel,
                                 std::optional<double> gamma, double degree, double coef0,
-                                std::optional<int> n_threads) {
+                                std::optional<int> n_threads, bool lower_only) {
   const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
   const int threads = thread_count(n_threads);
   const Eigen::Index n_y = Y ? Y->rows() : X.rows();
@@ -30,7 +30,7 @@ py::array_t<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRe
   {
     // Safe without the GIL: only Eigen views of NumPy buffers that stay referenced until we return.
     py::gil_scoped_release release;
-    kernel_matrix_into<T>(X, Y ? &*Y : nullptr, spec, view, threads);
+    kernel_matrix_into<T>(X, Y ? &*Y : nullptr, spec, view, threads, lower_only);
   }
   return out;
 }
@@ -56,9 +56,10 @@ void def_kernel_matrix(py::module_& m) {
         "Weighted gradients G_i = sum_j W_ij d/dx k(x, y_j) at x = x_i, shape (n_samples_X, n_features).");
   m.def("kernel_matrix", &kernel_matrix_py<T>, py::arg("X").noconvert(), py::arg("Y").noconvert() = py::none(),
         py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0,
-        py::arg("coef0") = 1.0, py::arg("n_threads") = py::none(),
+        py::arg("coef0") = 1.0, py::arg("n_threads") = py::none(), py::arg("lower_only") = false,
         "Kernel matrix K(X, Y) (Y=None: K(X, X), built from one triangle). C-contiguous float32 or float64 "
-        "inputs of one dtype; gamma=None means 1/n_features.");
+        "inputs of one dtype; gamma=None means 1/n_features. lower_only=True (with Y=None) writes the lower "
+        "triangle only and leaves the rest of the result unspecified.");
 }
 
 }  // namespace

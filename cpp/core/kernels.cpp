@@ -96,10 +96,11 @@ void l1_band(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, MatrixRef<d
 // Transforms a band of inner products (rows r0.., all computed columns) into kernel values, writing the
 // lower part of the band and, for a symmetric matrix, its mirror in the upper triangle: element (i, j)
 // belongs to the band holding row max(i, j), so concurrent bands never write the same element. Works
-// through column chunks so that the mirrored writes come from a tile still in cache.
+// through column chunks so that the mirrored writes come from a tile still in cache. Without `mirror` a
+// symmetric matrix gets its lower triangle only.
 template <typename T>
 void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0, const Vector<double>& nx,
-                const Vector<double>& ny, bool symmetric, std::vector<double>& tile, MatrixRef<T> out) {
+                const Vector<double>& ny, bool symmetric, bool mirror, std::vector<double>& tile, MatrixRef<T> out) {
   const Index rows = band.rows(), cols = band.cols();
   tile.resize(static_cast<size_t>(rows * kChunkColumns));
   for (Index c0 = 0; c0 < cols; c0 += kChunkColumns) {
@@ -113,7 +114,7 @@ void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0,
       const Index c_end = symmetric ? std::min(c1, r + 1) : c1;
       for (Index c = c0; c < c_end; ++c) out(r, c) = static_cast<T>(t[c - c0]);
     }
-    if (!symmetric) continue;
+    if (!symmetric || !mirror) continue;
     for (Index c = c0; c < c1; ++c) {
       for (Index i = std::max<Index>(0, c - r0 + 1); i < rows; ++i)
         out(c, r0 + i) = static_cast<T>(tile[i * w + c - c0]);
@@ -175,7 +176,7 @@ void laplacian_gradient(const DoubleMatrix& X, const DoubleMatrix& Y, const Doub
 
 template <typename T>
 void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
-                        MatrixRef<T> out, int n_threads) {
+                        MatrixRef<T> out, int n_threads, bool lower_only) {
   const bool symmetric = Y == nullptr;
   const Index n_x = X.rows(), n_y = symmetric ? n_x : Y->rows();
   require(symmetric || Y->cols() == X.cols(), "Y: must have as many features as X");
@@ -211,7 +212,7 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
       blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0,
                          0.0);
     }
-    write_band<T>(spec, band, r0, nx, ny, symmetric, tiles[tid], out);
+    write_band<T>(spec, band, r0, nx, ny, symmetric, !lower_only, tiles[tid], out);
   });
 }
 
@@ -259,8 +260,8 @@ template void kernel_gradient_into<float>(const ConstMatrixRef<float>&, const Co
 template void kernel_gradient_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>&,
                                            const ConstMatrixRef<double>&, const KernelSpec&, MatrixRef<double>, int);
 template void kernel_matrix_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
-                                        const KernelSpec&, MatrixRef<float>, int);
+                                        const KernelSpec&, MatrixRef<float>, int, bool);
 template void kernel_matrix_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
-                                         const KernelSpec&, MatrixRef<double>, int);
+                                         const KernelSpec&, MatrixRef<double>, int, bool);
 
 }  // namespace rkm

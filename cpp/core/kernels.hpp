@@ -20,14 +20,16 @@ struct KernelSpec {
 
 KernelType parse_kernel(const std::string& name);
 
-// Writes K(X, Y) into out (n_x x n_y); Y == nullptr means Y = X and builds one triangle, mirrored.
+// Writes K(X, Y) into out (n_x x n_y); Y == nullptr means Y = X and builds one triangle, mirrored unless
+// lower_only (then the strict upper triangle of out is left untouched, for consumers that read the lower
+// triangle only, such as the kernel PCA fit).
 // Built in row bands: one GEMM (or L1 sweep) per band into a cache-sized double buffer, then a fused
 // elementwise pass that writes the band and, when symmetric, its mirror. Float32 input is accumulated in
 // double, so ||x||^2 + ||y||^2 - 2 x^T y keeps its precision; distance kernels also shift both sets by the
 // mean of X first, which removes most of that cancellation.
 template <typename T>
 void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
-                        MatrixRef<T> out, int n_threads);
+                        MatrixRef<T> out, int n_threads, bool lower_only = false);
 
 // Weighted gradients with respect to the first argument: G_i = sum_j W_ij d/dx k(x, y_j) at x = x_i, for
 // X (n x d), Y (m x d), W (n x m), G (n x d). Every kernel except laplacian has the form

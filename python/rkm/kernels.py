@@ -80,7 +80,7 @@ def _validated(kernel, gamma, degree, coef0, n_threads, arrays):
     return name, gamma, n_threads, checked
 
 
-def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, lower_only=False):
     """Kernel matrix K(X, Y), or K(X, X) built from one triangle when Y is None.
 
     Parameters
@@ -95,6 +95,10 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
         Polynomial kernel parameters.
     n_threads : int, default=None
         Threads for the core and the BLAS library (None: OpenMP's default; -1: all cores).
+    lower_only : bool, default=False
+        With Y=None, write only the lower triangle and leave the strict upper triangle unspecified: for
+        consumers that read one triangle (``center_kernel(..., lower_only=True)``, the Krylov solver),
+        it saves the mirrored writes.
 
     Returns
     -------
@@ -109,7 +113,7 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     check_fits_in_memory((X.shape[0], n_y), X.dtype, "X")
     # The core runs one single-threaded GEMM per band on each of its own threads.
     with blas_threads(1):
-        return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads)
+        return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads, lower_only)
 
 
 def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):

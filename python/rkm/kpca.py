@@ -64,8 +64,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Number of components s. None keeps every component with a positive eigenvalue.
     kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel
         "rbf" is exp(-gamma ||x - y||^2) as in scikit-learn; see :mod:`rkm.kernels` for the papers'
-        sigma conventions. "precomputed" takes a Gram matrix in ``fit`` and kernel rows
-        k(x*, X_train) in ``transform``.
+        sigma conventions. "precomputed" takes a symmetric Gram matrix in ``fit`` (the Krylov solver
+        reads its lower triangle only) and kernel rows k(x*, X_train) in ``transform``.
     gamma : float, default=None
         Kernel bandwidth for rbf/laplacian/poly; None means 1 / n_features.
     degree, coef0 : float
@@ -205,13 +205,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     # ------------------------------------------------------------------ fitting
 
-    def _training_kernel(self, X):
+    def _training_kernel(self, X, lower_only):
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         if name == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
             return X.copy(order="C") if self.center else X
-        return kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads)
+        return kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
 
     def _resolve_solver(self, n_samples, n_components):
         if self.eigen_solver != "auto":
@@ -219,8 +219,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         dense = n_samples <= _DENSE_MAX_SAMPLES or 5 * n_components > n_samples
         return "dense" if dense else "krylov"
 
-    def _eigenpairs(self, K, n_components):
-        solver = self._resolve_solver(K.shape[0], n_components)
+    def _eigenpairs(self, K, n_components, solver):
         if solver == "dense":
             with blas_threads(thread_count(self.n_threads)):
                 w, V = _core.eigh(K, self.n_threads)
@@ -264,11 +263,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
         check_fits_in_memory((n_samples, n_samples), X.dtype, "X")
         name, self.gamma_, _, _ = self._kernel_spec(X.shape[1])
-        K = self._training_kernel(X)
-        if self.center:
-            self.column_means_, self.grand_mean_ = _core.center_kernel(K, self.n_threads)
         n_wanted = self.n_components or n_samples
-        self.eigen_solver_, w, V, self.eigen_residuals_, self.n_iter_ = self._eigenpairs(K, n_wanted)
+        solver = self._resolve_solver(n_samples, n_wanted)
+        # The Krylov solver reads the lower triangle only, so the kernel and its centring skip the other.
+        lower_only = solver == "krylov"
+        K = self._training_kernel(X, lower_only)
+        if self.center:
+            self.column_means_, self.grand_mean_ = _core.center_kernel(K, self.n_threads, lower_only)
+        self.eigen_solver_, w, V, self.eigen_residuals_, self.n_iter_ = self._eigenpairs(K, n_wanted, solver)
         del K
         eigenvalues = _numerically_positive(w, X.dtype) / self.eta
         if self.n_components is None:

@@ -87,7 +87,7 @@ def _tanimoto(X, Y):
 
 
 def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                  n_threads=None):
+                  n_threads=None, lower_only=False):
     """Compute the kernel (Gram) matrix between the rows of X and Y.
 
     Parameters
@@ -115,6 +115,10 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         Independent term of the "poly" kernel.
     n_threads : int, default=None
         Ignored.
+    lower_only : bool, default=False
+        With ``Y=None``, only the lower triangle of the result is promised
+        (the core then leaves the strict upper triangle unwritten); this
+        oracle always returns the whole matrix.
 
     Returns
     -------
@@ -167,7 +171,7 @@ def _check_float_ndarray(A, name):
         raise TypeError(f"{name} must be a float32 or float64 ndarray")
 
 
-def center_kernel(K, n_threads=None):
+def center_kernel(K, n_threads=None, lower_only=False):
     """Double-centre a square kernel matrix in place.
 
     Applies ``K_c = K - 1 m^T - m 1^T + g``, where ``m`` holds the column
@@ -181,6 +185,10 @@ def center_kernel(K, n_threads=None):
         Kernel matrix of the training set; overwritten by its centred version.
     n_threads : int, default=None
         Ignored.
+    lower_only : bool, default=False
+        Take K as the symmetric matrix given by its lower triangle: only that
+        triangle is read and centred; the strict upper triangle is left as it
+        was.
 
     Returns
     -------
@@ -191,6 +199,13 @@ def center_kernel(K, n_threads=None):
     """
     _check_float_ndarray(K, "K")
     _check_square(K, "K")
+    if lower_only:
+        lower = np.tril(K.astype(np.float64))
+        full = lower + np.tril(lower, -1).T
+        column_means, grand_mean = center_kernel(full)
+        rows, cols = np.tril_indices(K.shape[0])
+        K[rows, cols] = full[rows, cols]
+        return column_means.astype(K.dtype), grand_mean
     column_means = K.mean(axis=0, dtype=np.float64)
     grand_mean = float(column_means.mean())
     # For float64 input `work` is K itself, so the update is truly in place.
