@@ -57,48 +57,51 @@ void thin_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Inde
 
 // The symmetric counterpart for a row tile below the diagonal (j1 <= r0): every element a_rj read once
 // serves y_r += a_rj x_j and y_j += a_rj x_r. A tile of kSymmetricRows rows (fewer than kRows: the
-// transposed sums need registers too) against one column tile of 2L columns.
+// transposed sums need registers too) against a column tile of `Vectors` vectors of L lanes.
 constexpr Index kSymmetricRows = 4;
 
-template <typename T, int VectorBytes>
+template <typename T, int VectorBytes, int Vectors>
 __attribute__((always_inline)) inline void symmetric_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                                Index ldy, Index r0, Index j0, Index j1, Index c0) {
   typedef T V __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / static_cast<int>(sizeof(T));
-  V acc[kSymmetricRows][2] = {}, x_rows[kSymmetricRows][2];
-  for (int r = 0; r < kSymmetricRows; ++r) {
-    std::memcpy(&x_rows[r][0], X + (r0 + r) * ldx + c0, sizeof(V));
-    std::memcpy(&x_rows[r][1], X + (r0 + r) * ldx + c0 + L, sizeof(V));
-  }
+  V acc[kSymmetricRows][Vectors] = {}, x_rows[kSymmetricRows][Vectors];
+  for (int r = 0; r < kSymmetricRows; ++r)
+    for (int v = 0; v < Vectors; ++v) std::memcpy(&x_rows[r][v], X + (r0 + r) * ldx + c0 + v * L, sizeof(V));
   for (Index j = j0; j < j1; ++j) {
-    V x0, x1, y0, y1;
-    std::memcpy(&x0, X + j * ldx + c0, sizeof(V));
-    std::memcpy(&x1, X + j * ldx + c0 + L, sizeof(V));
-    V t0 = {}, t1 = {};
+    V x[Vectors], t[Vectors] = {};
+    for (int v = 0; v < Vectors; ++v) std::memcpy(&x[v], X + j * ldx + c0 + v * L, sizeof(V));
 #pragma GCC unroll 8
     for (int r = 0; r < kSymmetricRows; ++r) {
       const T a = A[(r0 + r) * lda + j];
-      acc[r][0] += a * x0;
-      acc[r][1] += a * x1;
-      t0 += a * x_rows[r][0];
-      t1 += a * x_rows[r][1];
+      for (int v = 0; v < Vectors; ++v) {
+        acc[r][v] += a * x[v];
+        t[v] += a * x_rows[r][v];
+      }
     }
-    std::memcpy(&y0, Y + j * ldy + c0, sizeof(V));
-    std::memcpy(&y1, Y + j * ldy + c0 + L, sizeof(V));
-    y0 += t0;
-    y1 += t1;
-    std::memcpy(Y + j * ldy + c0, &y0, sizeof(V));
-    std::memcpy(Y + j * ldy + c0 + L, &y1, sizeof(V));
+    for (int v = 0; v < Vectors; ++v) {
+      V y;
+      std::memcpy(&y, Y + j * ldy + c0 + v * L, sizeof(V));
+      y += t[v];
+      std::memcpy(Y + j * ldy + c0 + v * L, &y, sizeof(V));
+    }
   }
   for (int r = 0; r < kSymmetricRows; ++r)
-    for (int c = 0; c < 2 * L; ++c) Y[(r0 + r) * ldy + c0 + c] += acc[r][c / L][c % L];
+    for (int c = 0; c < Vectors * L; ++c) Y[(r0 + r) * ldy + c0 + c] += acc[r][c / L][c % L];
 }
 
+// A block of one vector's width (b == L) takes one-vector tiles, which keep every operand in registers;
+// wider blocks take tiles of two vectors.
 template <typename T, int VectorBytes>
 __attribute__((always_inline)) inline void symmetric_tile(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                           Index ldy, Index r0, Index j0, Index j1, Index b) {
-  constexpr Index width = 2 * VectorBytes / static_cast<Index>(sizeof(T));
-  for (Index c0 = 0; c0 < b; c0 += width) symmetric_tile_full<T, VectorBytes>(A, lda, X, ldx, Y, ldy, r0, j0, j1, c0);
+  constexpr Index lanes = VectorBytes / static_cast<Index>(sizeof(T));
+  if (b == lanes) {
+    symmetric_tile_full<T, VectorBytes, 1>(A, lda, X, ldx, Y, ldy, r0, j0, j1, 0);
+    return;
+  }
+  for (Index c0 = 0; c0 < b; c0 += 2 * lanes)
+    symmetric_tile_full<T, VectorBytes, 2>(A, lda, X, ldx, Y, ldy, r0, j0, j1, c0);
 }
 
 template <typename T>
@@ -199,7 +202,8 @@ template <typename T>
 void symmetric_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int threads) {
   const Index n = A.rows(), b = X.cols();
   const TileKernels<T> kernels = tile_kernels<T>();
-  const Index padded = round_up(b, kernels.width);
+  // One vector (half a tile) is enough for narrow blocks; see symmetric_tile.
+  const Index padded = b <= kernels.width / 2 ? kernels.width / 2 : round_up(b, kernels.width);
   RowMatrix<T> Xp = RowMatrix<T>::Zero(n, padded);
   Xp.leftCols(b) = X;
   const Index full_tiles = n / kSymmetricRows;
