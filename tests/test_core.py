@@ -355,6 +355,17 @@ def test_symmetric_block_product_reads_the_lower_triangle(rng, dtype, threads, n
     np.testing.assert_allclose(got, reference.block_product(A, X), rtol=1e-5, atol=atol)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n,k,b", [(1, 1, 1), (3, 5, 2), (4099, 7, 8), (5000, 130, 9), (4100, 20, 33), (10, 0, 3)])
+def test_transposed_product_matches_reference(rng, dtype, threads, n, k, b):
+    # Several row parts, the rows after the last tile, one- and two-vector tiles, and the BLAS path.
+    A, B = rng.normal(size=(n, k)).astype(dtype), rng.normal(size=(n, b)).astype(dtype)
+    atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(n)
+    got = _core.transposed_product(A, B, threads)
+    assert got.shape == (k, b) and got.dtype == dtype
+    np.testing.assert_allclose(got, reference.transposed_product(A, B), rtol=1e-5, atol=atol)
+
+
 def test_symmetric_block_product_needs_a_square_matrix(rng):
     with pytest.raises(ValueError, match="square"):
         _core.block_product(rng.normal(size=(4, 5)), rng.normal(size=(5, 2)), symmetric=True)

@@ -79,6 +79,16 @@ py::tuple top_eigsh_operator_py(py::function matmat, Eigen::Index n, int n_compo
 }
 
 template <typename T>
+RowMatrix<T> transposed_product_py(ConstMatrixRef<T> A, ConstMatrixRef<T> B, std::optional<int> n_threads) {
+  const int threads = thread_count(n_threads);
+  RowMatrix<T> C(A.cols(), B.cols());
+  // Safe without the GIL: only views of NumPy buffers the caller keeps alive, and C.
+  py::gil_scoped_release release;
+  transposed_product<T>(A, B, C, threads);
+  return C;
+}
+
+template <typename T>
 RowMatrix<T> block_product_py(ConstMatrixRef<T> A, ConstMatrixRef<T> X, std::optional<int> n_threads,
                               bool symmetric) {
   const int threads = thread_count(n_threads);
@@ -95,6 +105,9 @@ void def_eigs(py::module_& m) {
         py::arg("n_threads") = py::none(), py::arg("symmetric") = false,
         "A @ X for a large A and a thin block X (the Krylov solver's product); with symmetric=True, A is "
         "taken as symmetric and only its lower triangle is read.");
+  m.def("transposed_product", &transposed_product_py<T>, py::arg("A").noconvert(), py::arg("B").noconvert(),
+        py::arg("n_threads") = py::none(),
+        "A.T @ B for a tall A and a thin block B (the Krylov solver's projections on its basis).");
   m.def("eigh", &eigh_py<T>, py::arg("A").noconvert(), py::arg("n_threads") = py::none(),
         "All eigenpairs (w descending, V columns, sign-fixed) of a symmetric matrix.");
   m.def("top_eigsh", &top_eigsh_py<T>, py::arg("A").noconvert(), py::arg("n_components"),

@@ -56,26 +56,29 @@ void thin_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Inde
 }
 
 // The symmetric counterpart for a row tile below the diagonal (j1 <= r0): every element a_rj read once
-// serves y_r += a_rj x_j and y_j += a_rj x_r. A tile of kSymmetricRows rows (fewer than kRows: the
-// transposed sums need registers too) against a column tile of `Vectors` vectors of L lanes.
+// serves y_r += a_rj x_j (when Direct) and y_j += a_rj x_r. A tile of kSymmetricRows rows (fewer than
+// kRows: the transposed sums need registers too) against a column tile of `Vectors` vectors of L lanes.
+// Without Direct it accumulates A^T X alone, for the projections of the eigensolver.
 constexpr Index kSymmetricRows = 4;
 
-template <typename T, int VectorBytes, int Vectors>
+template <typename T, int VectorBytes, int Vectors, bool Direct>
 __attribute__((always_inline)) inline void symmetric_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                                Index ldy, Index r0, Index j0, Index j1, Index c0) {
   typedef T V __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / static_cast<int>(sizeof(T));
   V acc[kSymmetricRows][Vectors] = {}, x_rows[kSymmetricRows][Vectors];
+  (void)acc;
   for (int r = 0; r < kSymmetricRows; ++r)
     for (int v = 0; v < Vectors; ++v) std::memcpy(&x_rows[r][v], X + (r0 + r) * ldx + c0 + v * L, sizeof(V));
   for (Index j = j0; j < j1; ++j) {
     V x[Vectors], t[Vectors] = {};
-    for (int v = 0; v < Vectors; ++v) std::memcpy(&x[v], X + j * ldx + c0 + v * L, sizeof(V));
+    if constexpr (Direct)
+      for (int v = 0; v < Vectors; ++v) std::memcpy(&x[v], X + j * ldx + c0 + v * L, sizeof(V));
 #pragma GCC unroll 8
     for (int r = 0; r < kSymmetricRows; ++r) {
       const T a = A[(r0 + r) * lda + j];
       for (int v = 0; v < Vectors; ++v) {
-        acc[r][v] += a * x[v];
+        if constexpr (Direct) acc[r][v] += a * x[v];
         t[v] += a * x_rows[r][v];
       }
     }
@@ -86,28 +89,35 @@ __attribute__((always_inline)) inline void symmetric_tile_full(const T* A, Index
       std::memcpy(Y + j * ldy + c0 + v * L, &y, sizeof(V));
     }
   }
-  for (int r = 0; r < kSymmetricRows; ++r)
-    for (int c = 0; c < Vectors * L; ++c) Y[(r0 + r) * ldy + c0 + c] += acc[r][c / L][c % L];
+  if constexpr (Direct)
+    for (int r = 0; r < kSymmetricRows; ++r)
+      for (int c = 0; c < Vectors * L; ++c) Y[(r0 + r) * ldy + c0 + c] += acc[r][c / L][c % L];
 }
 
 // A block of one vector's width (b == L) takes one-vector tiles, which keep every operand in registers;
 // wider blocks take tiles of two vectors.
-template <typename T, int VectorBytes>
+template <typename T, int VectorBytes, bool Direct>
 __attribute__((always_inline)) inline void symmetric_tile(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                           Index ldy, Index r0, Index j0, Index j1, Index b) {
   constexpr Index lanes = VectorBytes / static_cast<Index>(sizeof(T));
   if (b == lanes) {
-    symmetric_tile_full<T, VectorBytes, 1>(A, lda, X, ldx, Y, ldy, r0, j0, j1, 0);
+    symmetric_tile_full<T, VectorBytes, 1, Direct>(A, lda, X, ldx, Y, ldy, r0, j0, j1, 0);
     return;
   }
   for (Index c0 = 0; c0 < b; c0 += 2 * lanes)
-    symmetric_tile_full<T, VectorBytes, 2>(A, lda, X, ldx, Y, ldy, r0, j0, j1, c0);
+    symmetric_tile_full<T, VectorBytes, 2, Direct>(A, lda, X, ldx, Y, ldy, r0, j0, j1, c0);
 }
 
 template <typename T>
 void symmetric_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0, Index j0,
                              Index j1, Index b) {
-  symmetric_tile<T, 16>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
+  symmetric_tile<T, 16, true>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
+}
+
+template <typename T>
+void transposed_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0, Index j0,
+                              Index j1, Index b) {
+  symmetric_tile<T, 16, false>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -121,7 +131,13 @@ __attribute__((target("avx2,fma"))) void thin_tile_avx2(const T* A, Index lda, c
 template <typename T>
 __attribute__((target("avx2,fma"))) void symmetric_tile_avx2(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                             Index ldy, Index r0, Index j0, Index j1, Index b) {
-  symmetric_tile<T, 32>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
+  symmetric_tile<T, 32, true>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
+}
+
+template <typename T>
+__attribute__((target("avx2,fma"))) void transposed_tile_avx2(const T* A, Index lda, const T* X, Index ldx, T* Y,
+                                                             Index ldy, Index r0, Index j0, Index j1, Index b) {
+  symmetric_tile<T, 32, false>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
 }
 
 bool cpu_has_avx2() {
@@ -136,19 +152,25 @@ using TileKernel = void (*)(const T*, Index, const T*, Index, T*, Index, Index, 
 // The tile kernels for this CPU and the column width of their tiles.
 template <typename T>
 struct TileKernels {
-  TileKernel<T> general, symmetric;
+  TileKernel<T> general, symmetric, transposed;
   Index width;
 };
 
 template <typename T>
 TileKernels<T> tile_kernels() {
 #ifdef RKM_HAVE_AVX2_DISPATCH
-  if (cpu_has_avx2()) return {&thin_tile_avx2<T>, &symmetric_tile_avx2<T>, 64 / static_cast<Index>(sizeof(T))};
+  if (cpu_has_avx2())
+    return {&thin_tile_avx2<T>, &symmetric_tile_avx2<T>, &transposed_tile_avx2<T>, 64 / static_cast<Index>(sizeof(T))};
 #endif
-  return {&thin_tile_baseline<T>, &symmetric_tile_baseline<T>, 32 / static_cast<Index>(sizeof(T))};
+  return {&thin_tile_baseline<T>, &symmetric_tile_baseline<T>, &transposed_tile_baseline<T>,
+          32 / static_cast<Index>(sizeof(T))};
 }
 
 Index round_up(Index value, Index multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Columns of the padded blocks that symmetric and transposed tiles take: one vector (half a general tile)
+// for narrow blocks, else whole tiles.
+Index padded_columns(Index b, Index width) { return b <= width / 2 ? width / 2 : round_up(b, width); }
 
 template <typename T>
 void thin_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
@@ -202,8 +224,7 @@ template <typename T>
 void symmetric_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int threads) {
   const Index n = A.rows(), b = X.cols();
   const TileKernels<T> kernels = tile_kernels<T>();
-  // One vector (half a tile) is enough for narrow blocks; see symmetric_tile.
-  const Index padded = b <= kernels.width / 2 ? kernels.width / 2 : round_up(b, kernels.width);
+  const Index padded = padded_columns(b, kernels.width);
   RowMatrix<T> Xp = RowMatrix<T>::Zero(n, padded);
   Xp.leftCols(b) = X;
   const Index full_tiles = n / kSymmetricRows;
@@ -259,19 +280,31 @@ void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, 
   require(C.rows() == A.cols() && C.cols() == B.cols(), "C: has the wrong shape");
   if (C.size() == 0) return;
   ThreadGuard guard(n_threads);
+  if (B.cols() > kThinBlockColumns) {
+    blas::gemm<T>(blas::Op::transpose, blas::Op::none, A, B, C, T(1), T(0));
+    return;
+  }
   // Below this many rows per part, splitting costs more than it saves.
   constexpr Index kMinRowsPerPart = 2048;
-  const Index n = A.rows();
+  const Index n = A.rows(), k = A.cols(), b = B.cols();
+  const TileKernels<T> kernels = tile_kernels<T>();
+  const Index padded = padded_columns(b, kernels.width);
+  RowMatrix<T> Bp = RowMatrix<T>::Zero(n, padded);
+  Bp.leftCols(b) = B;
+  const Index full_tiles = n / kSymmetricRows;
   const int parts = static_cast<int>(std::clamp<Index>(n / kMinRowsPerPart, 1, guard.threads()));
-  std::vector<RowMatrix<T>> partial(static_cast<size_t>(parts), RowMatrix<T>(C.rows(), C.cols()));
+  std::vector<RowMatrix<T>> partial(static_cast<size_t>(parts), RowMatrix<T>::Zero(k, padded));
 #pragma omp parallel for schedule(static, 1) num_threads(parts)
   for (int p = 0; p < parts; ++p) {
-    const Index r0 = n * p / parts, r1 = n * (p + 1) / parts;
-    blas::gemm<T>(blas::Op::transpose, blas::Op::none, A.middleRows(r0, r1 - r0), B.middleRows(r0, r1 - r0),
-                  partial[static_cast<size_t>(p)], T(1), T(0));
+    T* c = partial[static_cast<size_t>(p)].data();
+    for (Index t = full_tiles * p / parts; t < full_tiles * (p + 1) / parts; ++t)
+      kernels.transposed(A.data(), A.outerStride(), Bp.data(), padded, c, padded, t * kSymmetricRows, 0, k, padded);
   }
-  C = partial[0];
-  for (size_t p = 1; p < partial.size(); ++p) C += partial[p];
+  RowMatrix<T>& sum = partial[0];
+  for (size_t p = 1; p < partial.size(); ++p) sum += partial[p];
+  // The last n mod kSymmetricRows rows are too few for a tile.
+  for (Index r = full_tiles * kSymmetricRows; r < n; ++r) sum.noalias() += A.row(r).transpose() * Bp.row(r);
+  C = sum.leftCols(b);
 }
 
 const char* block_product_isa() {

@@ -18,9 +18,10 @@ template <typename T>
 void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y, int n_threads,
                    bool symmetric = false);
 
-// C = A^T B for tall A (n x k) and B (n x w): the projections of a block on a basis. Each thread multiplies
-// its own row range with single-threaded BLAS and the partial products are summed in thread order, so the
-// result repeats for a given thread count (and no BLAS thread pool competes with the OpenMP threads).
+// C = A^T B for tall A (n x k) and B (n x w): the projections of a block on a basis. Each thread streams its
+// own row range of A once through the core's transposed tile kernel (no BLAS, so no BLAS thread pool
+// competes with the OpenMP threads, whatever its size) and the partial products are summed in thread
+// order, so the result repeats for a given thread count. Blocks wider than kThinBlockColumns go to BLAS.
 template <typename T>
 void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, int n_threads);
 

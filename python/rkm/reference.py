@@ -27,6 +27,7 @@ __all__ = [
     "top_eigsh",
     "top_eigsh_operator",
     "block_product",
+    "transposed_product",
     "kernel_gradient",
 ]
 
@@ -421,6 +422,25 @@ def block_product(A, X, n_threads=None, symmetric=False):
         lower = np.tril(A64)
         A64 = lower + np.tril(lower, -1).T
     return (A64 @ X.astype(np.float64)).astype(_output_dtype(A))
+
+
+def transposed_product(A, B, n_threads=None):
+    """Product ``A.T @ B`` of a tall matrix and a block (the Krylov solver's projections).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, k)
+    B : ndarray of shape (n, b)
+    n_threads : ignored
+
+    Returns
+    -------
+    ndarray of shape (k, b), in the dtype of A, computed in float64.
+    """
+    A, B = np.asarray(A), np.asarray(B)
+    if A.shape[0] != B.shape[0]:
+        raise ValueError(f"B must have {A.shape[0]} rows, got {B.shape[0]}")
+    return (A.astype(np.float64).T @ B.astype(np.float64)).astype(_output_dtype(A))
 
 
 def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
