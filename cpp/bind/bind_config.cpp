@@ -71,6 +71,14 @@ void bind_config(py::module_& m) {
       },
       py::arg("backend"), "Choose the dense linear algebra behind the core: 'scipy' (OpenBLAS) or 'eigen'.");
   m.def("blas_backend", &blas_backend, "The dense linear algebra in use: 'scipy' or 'eigen'.");
+  m.def(
+      "set_block_product_isa",
+      [](const std::string& name) {
+        if (name != "auto" && name != "baseline") throw std::invalid_argument("isa: must be 'auto' or 'baseline'");
+        force_baseline_isa(name == "baseline");
+      },
+      py::arg("isa"),
+      "Kernels of the streaming block products: 'auto' (AVX2/FMA where the CPU has it) or 'baseline' (SSE2).");
 }
 
 }  // namespace rkm::bind

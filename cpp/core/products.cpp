@@ -3,6 +3,7 @@
 #include "core/blas.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -146,6 +147,17 @@ bool cpu_has_avx2() {
 }
 #endif
 
+// Set by force_baseline_isa so that AVX2 machines can run (and test) the baseline kernels too.
+std::atomic<bool> g_force_baseline{false};
+
+bool use_avx2() {
+#ifdef RKM_HAVE_AVX2_DISPATCH
+  return cpu_has_avx2() && !g_force_baseline.load();
+#else
+  return false;
+#endif
+}
+
 template <typename T>
 using TileKernel = void (*)(const T*, Index, const T*, Index, T*, Index, Index, Index, Index, Index);
 
@@ -159,7 +171,7 @@ struct TileKernels {
 template <typename T>
 TileKernels<T> tile_kernels() {
 #ifdef RKM_HAVE_AVX2_DISPATCH
-  if (cpu_has_avx2())
+  if (use_avx2())
     return {&thin_tile_avx2<T>, &symmetric_tile_avx2<T>, &transposed_tile_avx2<T>, 64 / static_cast<Index>(sizeof(T))};
 #endif
   return {&thin_tile_baseline<T>, &symmetric_tile_baseline<T>, &transposed_tile_baseline<T>,
@@ -307,12 +319,9 @@ void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, 
   C = sum.leftCols(b);
 }
 
-const char* block_product_isa() {
-#ifdef RKM_HAVE_AVX2_DISPATCH
-  if (cpu_has_avx2()) return "avx2";
-#endif
-  return "baseline";
-}
+const char* block_product_isa() { return use_avx2() ? "avx2" : "baseline"; }
+
+void force_baseline_isa(bool force) { g_force_baseline.store(force); }
 
 template void block_product<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>&, MatrixRef<float>,
                                    int, bool);
