@@ -161,6 +161,12 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     return K.astype(out_dtype, copy=False)
 
 
+def _symmetric_from_lower(A):
+    """The float64 symmetric matrix whose lower triangle is that of the square A."""
+    lower = np.tril(A.astype(np.float64))
+    return lower + np.tril(lower, -1).T
+
+
 def _check_square(K, name):
     if not isinstance(K, np.ndarray) or K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be a square 2-D ndarray")
@@ -201,8 +207,7 @@ def center_kernel(K, n_threads=None, lower_only=False):
     _check_float_ndarray(K, "K")
     _check_square(K, "K")
     if lower_only:
-        lower = np.tril(K.astype(np.float64))
-        full = lower + np.tril(lower, -1).T
+        full = _symmetric_from_lower(K)
         column_means, grand_mean = center_kernel(full)
         rows, cols = np.tril_indices(K.shape[0])
         K[rows, cols] = full[rows, cols]
@@ -416,11 +421,9 @@ def block_product(A, X, n_threads=None, symmetric=False):
     A, X = np.asarray(A), np.asarray(X)
     if A.shape[1] != X.shape[0]:
         raise ValueError(f"X must have {A.shape[1]} rows, got {X.shape[0]}")
-    A64 = A.astype(np.float64)
     if symmetric:
         _check_square(A, "A")
-        lower = np.tril(A64)
-        A64 = lower + np.tril(lower, -1).T
+    A64 = _symmetric_from_lower(A) if symmetric else A.astype(np.float64)
     return (A64 @ X.astype(np.float64)).astype(_output_dtype(A))
 
 
