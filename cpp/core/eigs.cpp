@@ -273,6 +273,7 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
     throw_if_interrupted();
     basis.rayleigh_ritz();
     // Residuals of the next (up to) b pairs after the locked ones; converged ones join the locked set.
+    // Every pass of this loop locks more pairs or leaves it, so it ends.
     RitzBlock<T> window;
     for (;;) {
       window = basis.ritz_block(locked, std::min(locked + b, basis.size()));
@@ -284,7 +285,10 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
       RitzBlock<T> all = basis.ritz_block(0, wanted);
       const Index confirmed = leading_count_below(all.residuals, tol);
       if (confirmed == wanted) return finish<T>(std::move(all), basis.values(), basis.products(), tol);
+      // Expand with the pairs from the first unconfirmed one on, whatever their window residuals say.
       locked = confirmed;
+      window = basis.ritz_block(locked, std::min(locked + b, basis.size()));
+      break;
     }
     if (basis.products() >= max_iter && basis.size() >= wanted)
       return finish<T>(basis.ritz_block(0, wanted), basis.values(), basis.products(), tol);
