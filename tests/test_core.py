@@ -417,7 +417,10 @@ def test_kernel_gradient_reference_matches_finite_differences(rng, kernel):
 
 def test_ctrl_c_interrupts_a_long_core_loop():
     # A solve that cannot converge runs until Ctrl-C; the core must stop and raise KeyboardInterrupt.
+    # The child installs Python's Ctrl-C handler itself: a shell that starts the suite in the background
+    # passes SIGINT down as ignored, and Python then leaves it ignored.
     script = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import numpy as np, sys; from rkm import _core\n"
         "A = np.random.default_rng(0).normal(size=(2000, 2000)); A = A + A.T\n"
         "start = np.random.default_rng(1).normal(size=(2000, 8))\n"
