@@ -17,9 +17,8 @@ double default_tol() {
 // Block products allowed by default: enough for slowly converging spectra, growing with the number of
 // blocks the wanted pairs span.
 int default_max_iter(int n_components, Eigen::Index block_columns) {
-  const Eigen::Index blocks = (n_components + std::max<Eigen::Index>(block_columns, 1) - 1) /
-                              std::max<Eigen::Index>(block_columns, 1);
-  return static_cast<int>(100 + 10 * blocks);
+  const Eigen::Index width = std::max<Eigen::Index>(block_columns, 1);  // a bad start is rejected later
+  return static_cast<int>(100 + 10 * ((n_components + width - 1) / width));
 }
 
 template <typename T>

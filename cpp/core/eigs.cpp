@@ -37,6 +37,11 @@ void small_eigh_descending(const MatrixXd& H, Eigen::VectorXd& theta, MatrixXd& 
   Y = V.rowwise().reverse();
 }
 
+template <typename T>
+Eigen::VectorXd column_norms(const ConstMatrixRef<T>& Z) {
+  return Z.template cast<double>().colwise().norm().transpose();
+}
+
 // Orthonormalizes the columns of Z in place by Cholesky QR (two BLAS products and a small Cholesky
 // factorization), after scaling the columns to unit norm. Returns the ratio of the smallest to the largest
 // diagonal entry of the Cholesky factor (about 1 / cond(Z)), or 0, leaving Z scaled, when Z is too
@@ -44,7 +49,7 @@ void small_eigh_descending(const MatrixXd& H, Eigen::VectorXd& theta, MatrixXd& 
 template <typename T>
 double cholesky_qr(MatrixRef<T> Z, int n_threads) {
   const Index b = Z.cols();
-  const Eigen::VectorXd norms = Z.template cast<double>().colwise().norm().transpose();
+  const Eigen::VectorXd norms = column_norms<T>(Z);
   if (norms.minCoeff() <= 0.0 || !norms.allFinite()) return 0.0;
   Z = Z * norms.cwiseInverse().template cast<T>().asDiagonal();
   RowMatrix<T> gram(b, b);
@@ -69,11 +74,6 @@ void householder_qr(MatrixRef<T> Z) {
   using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::HouseholderQR<ColMatrix> qr{ColMatrix(Z)};
   Z = qr.householderQ() * ColMatrix::Identity(Z.rows(), Z.cols());
-}
-
-template <typename T>
-Eigen::VectorXd column_norms(const ConstMatrixRef<T>& Z) {
-  return Z.template cast<double>().colwise().norm().transpose();
 }
 
 // Removes from Z its components in span(Q). Returns whether some column lost more than half its norm:
@@ -168,13 +168,13 @@ class SearchSpace {
   // Ritz pairs first..last-1 of the last Rayleigh-Ritz step.
   RitzBlock<T> ritz_block(Index first, Index last) const {
     const Index w = last - first, n = Q_.rows();
-    RitzBlock<T> out{RowMatrix<T>(n, w), RowMatrix<T>(n, w), Eigen::VectorXd(w)};
+    RitzBlock<T> out{RowMatrix<T>(n, w), RowMatrix<T>(n, w), Eigen::VectorXd()};
     if (w == 0) return out;
     const RowMatrix<T> Yw = Y_.middleCols(first, w).template cast<T>();
     block_product<T>(Q_.leftCols(k_), Yw, out.U, n_threads_);
     block_product<T>(W_.leftCols(k_), Yw, out.R, n_threads_);
     out.R -= out.U * theta_.segment(first, w).template cast<T>().asDiagonal();
-    for (Index i = 0; i < w; ++i) out.residuals[i] = out.R.col(i).template cast<double>().norm() / scale_;
+    out.residuals = column_norms<T>(out.R) / scale_;
     return out;
   }
 
@@ -222,10 +222,10 @@ EigenResult<T> dense_top(const BlockProduct<T>& apply, Index n, int n_components
   Vector<T> w;
   RowMatrix<T> V;
   dense_eigh<T>(symmetric, w, V, n_threads);
-  RitzBlock<T> ritz{V.leftCols(n_components), RowMatrix<T>(), Eigen::VectorXd(n_components)};
+  RitzBlock<T> ritz{V.leftCols(n_components), RowMatrix<T>(), Eigen::VectorXd()};
   ritz.R = symmetric * ritz.U - ritz.U * w.head(n_components).asDiagonal();
   const double scale = std::max(w.cwiseAbs().maxCoeff() * 1.0, std::numeric_limits<double>::min());
-  for (Index i = 0; i < n_components; ++i) ritz.residuals[i] = ritz.R.col(i).template cast<double>().norm() / scale;
+  ritz.residuals = column_norms<T>(ritz.R) / scale;
   return finish<T>(std::move(ritz), w.template cast<double>(), 1, tol);
 }
 
