@@ -7,4 +7,5 @@ from rkm.benchmarks import main
 
 if __name__ == "__main__":
     results = pathlib.Path(__file__).with_name("RESULTS.md")
-    sys.exit(main(["--output", str(results), *sys.argv[1:]]))
+    command = " ".join(["python bench/run.py", *sys.argv[1:]])
+    sys.exit(main(["--output", str(results), *sys.argv[1:]], command=command))

@@ -251,7 +251,7 @@ def render(results, settings):
     out = [
         "# Benchmark results",
         "",
-        f"Written by `rkm bench` on {datetime.date.today().isoformat()}: {platform.processor() or platform.machine()}, "
+        f"Written by `{settings['command']}` on {datetime.date.today().isoformat()}: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, {settings['n_threads']} threads for every library (OpenMP and BLAS pinned), "
         f"rkm {info['version']} ({info['compiler']}, OpenMP {info['openmp']}, BLAS {info['blas']}), "
         f"NumPy {np.__version__}. Times are medians after a warm-up run; ratios are peer time / rkm time "
@@ -294,8 +294,8 @@ def render(results, settings):
     return "\n".join(out)
 
 
-def main(argv=None):
-    """Run the suite and write the markdown report."""
+def main(argv=None, command="rkm bench"):
+    """Run the suite and write the markdown report; `command` is how it was started, for the report."""
     parser = argparse.ArgumentParser(prog="rkm bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
     parser.add_argument("--n-threads", type=int, default=2, help="threads for every library (default 2)")
@@ -322,7 +322,7 @@ def main(argv=None):
             results["kpca"] = bench_kpca(sizes["kpca_sizes"], sizes["kpca_components"], args.n_threads, log)
         if "eigen" in parts:
             results["eigen"] = bench_eigen_dtypes(sizes["eigen_sizes"], args.n_threads, log)
-    report = render(results, vars(args))
+    report = render(results, vars(args) | {"command": command})
     with open(args.output, "w") as handle:
         handle.write(report + "\n")
     log(f"wrote {args.output}")
