@@ -19,3 +19,13 @@ def dtype(request):
 @pytest.fixture
 def tol(dtype):
     return TOLERANCES[dtype]
+
+
+@pytest.fixture(params=["auto", "baseline"])
+def isa(request):
+    """Runs a test with the run-time choice of SIMD code and again with the baseline (SSE2) code."""
+    from rkm import _core
+
+    _core.set_simd_isa(request.param)
+    yield request.param
+    _core.set_simd_isa("auto")

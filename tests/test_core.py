@@ -69,6 +69,18 @@ def test_rbf_float32_keeps_precision_far_from_origin(rng):
     np.testing.assert_allclose(_core.kernel_matrix(X, None, "rbf", 0.5), exact, atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kernel,gamma,power", [("laplacian", 0.47, 1), ("rbf", 2.94e-4, 2)])
+def test_exponential_kernels_are_within_an_ulp_of_numpy_over_the_whole_range(isa, threads, kernel, gamma, power):
+    # Integer points on a line give exact distances, so these kernels are exp of exactly the arguments
+    # NumPy sees, from 0 through the subnormal results (below about -708) to 0 (below about -745).
+    X = np.arange(1600.0)[:, None]
+    expected = np.exp(-gamma * np.abs(X - X.T) ** power)
+    assert expected[-1, 0] == 0 and np.any((expected > 0) & (expected < np.finfo(float).tiny))
+    np.testing.assert_array_max_ulp(_core.kernel_matrix(X, None, kernel, gamma, 3, 1.0, threads), expected, maxulp=1)
+    np.testing.assert_array_max_ulp(_core.kernel_matrix(X[:7], X, kernel, gamma, 3, 1.0, threads), expected[:7], maxulp=1)
+
+
 def test_kernel_matrix_rejects_unknown_kernel(rng):
     with pytest.raises(ValueError, match="kernel"):
         _core.kernel_matrix(rng.normal(size=(3, 2)), None, "sigmoid")
@@ -330,18 +342,10 @@ def test_core_version_matches_package():
     assert _core.config()["version"] == rkm.__version__
 
 
-@pytest.fixture(params=["auto", "baseline"])
-def isa(request):
-    """Runs a test with the run-time choice of product kernels and again with the baseline (SSE2) ones."""
-    _core.set_block_product_isa(request.param)
-    yield request.param
-    _core.set_block_product_isa("auto")
-
-
 def test_baseline_isa_is_reported_and_unknown_isa_rejected(isa):
-    assert _core.config()["block_product_isa"] == "baseline" or isa == "auto"
+    assert _core.config()["simd_isa"] == "baseline" or isa == "auto"
     with pytest.raises(ValueError, match="isa"):
-        _core.set_block_product_isa("avx512")
+        _core.set_simd_isa("avx512")
 
 
 @pytest.mark.parametrize("n,m,b", [(1, 1, 1), (5, 7, 3), (13, 2000, 17), (600, 1500, 48), (64, 64, 49), (7, 3, 100)])
@@ -350,7 +354,7 @@ def test_block_product_matches_reference(rng, dtype, isa, n, m, b):
     A, X = rng.normal(size=(n, m)).astype(dtype), rng.normal(size=(m, b)).astype(dtype)
     atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(m)
     np.testing.assert_allclose(_core.block_product(A, X), reference.block_product(A, X), rtol=1e-5, atol=atol)
-    assert _core.config()["block_product_isa"] in ("avx2", "baseline")
+    assert _core.config()["simd_isa"] in ("avx2", "baseline")
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -367,6 +371,21 @@ def test_symmetric_block_product_reads_the_lower_triangle(rng, dtype, isa, threa
     got = _core.block_product(garbage, X, threads, symmetric=True)
     np.testing.assert_allclose(got, reference.block_product(garbage, X, symmetric=True), rtol=1e-5, atol=atol)
     np.testing.assert_allclose(got, reference.block_product(A, X), rtol=1e-5, atol=atol)
+
+
+def test_block_products_with_operands_beyond_cache_walk_a_in_blocks(rng, dtype, isa):
+    # Operand rows beyond 4 MiB (4200 rows x 128 columns x 2 operands; 33000 x 32 padded columns) make the
+    # products walk A in row blocks and column panels, with partial blocks and panels at the ends.
+    threads, n, b = 2, 4200, 128
+    L = np.tril(rng.uniform(-1, 1, size=(n, n)).astype(dtype))
+    X = rng.normal(size=(n, b)).astype(dtype)
+    atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(n)
+    expected = L @ X + np.tril(L, -1).T @ X
+    np.testing.assert_allclose(_core.block_product(L, X, threads, symmetric=True), expected, rtol=1e-5, atol=atol)
+    del L
+    A, X = rng.normal(size=(50, 33000)).astype(dtype), rng.normal(size=(33000, 30)).astype(dtype)
+    np.testing.assert_allclose(_core.block_product(A, X, threads), reference.block_product(A, X), rtol=1e-5,
+                               atol=atol * 2)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

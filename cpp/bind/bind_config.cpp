@@ -1,7 +1,7 @@
 #include "bind/bind.hpp"
 
 #include "core/blas.hpp"
-#include "core/products.hpp"
+#include "core/isa.hpp"
 
 namespace rkm::bind {
 
@@ -51,7 +51,7 @@ void bind_config(py::module_& m) {
                         std::to_string(EIGEN_MINOR_VERSION);
         info["eigen_simd"] = Eigen::SimdInstructionSetsInUse();
         info["blas"] = blas_backend();
-        info["block_product_isa"] = block_product_isa();
+        info["simd_isa"] = active_isa();
         info["native_build"] = static_cast<bool>(RKM_NATIVE_BUILD);
         return info;
       },
@@ -72,13 +72,14 @@ void bind_config(py::module_& m) {
       py::arg("backend"), "Choose the dense linear algebra behind the core: 'scipy' (OpenBLAS) or 'eigen'.");
   m.def("blas_backend", &blas_backend, "The dense linear algebra in use: 'scipy' or 'eigen'.");
   m.def(
-      "set_block_product_isa",
+      "set_simd_isa",
       [](const std::string& name) {
         if (name != "auto" && name != "baseline") throw std::invalid_argument("isa: must be 'auto' or 'baseline'");
         force_baseline_isa(name == "baseline");
       },
       py::arg("isa"),
-      "Kernels of the streaming block products: 'auto' (AVX2/FMA where the CPU has it) or 'baseline' (SSE2).");
+      "SIMD code of the streaming products and the kernel transforms: 'auto' (AVX2/FMA where the CPU has it) or "
+      "'baseline' (SSE2 on x86-64).");
 }
 
 }  // namespace rkm::bind

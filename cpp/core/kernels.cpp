@@ -1,6 +1,7 @@
 #include "core/kernels.hpp"
 
 #include "core/blas.hpp"
+#include "core/vector_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -49,10 +50,12 @@ void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, cons
       v = (s.gamma * g + s.coef0).pow(s.degree);
       break;
     case KernelType::rbf:
-      v = (-s.gamma * (nx + ny - 2.0 * g).max(0.0)).exp();
+      v = -s.gamma * (nx + ny - 2.0 * g).max(0.0);
+      vector_exp(v_ptr, v_ptr, n);
       break;
     case KernelType::laplacian:
-      v = (-s.gamma * g).exp();
+      v = -s.gamma * g;
+      vector_exp(v_ptr, v_ptr, n);
       break;
     case KernelType::cosine: {
       const Array denom = (nx * ny).sqrt();
@@ -137,7 +140,9 @@ double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const dou
       g = w * s.degree * s.gamma * (s.gamma * g + s.coef0).pow(s.degree - 1.0);
       return 0.0;
     case KernelType::rbf:  // A = 2 gamma k, B = -A
-      g = 2.0 * s.gamma * w * (-s.gamma * (nx + ny - 2.0 * g).max(0.0)).exp();
+      g = -s.gamma * (nx + ny - 2.0 * g).max(0.0);
+      vector_exp(g_ptr, g_ptr, n);
+      g *= 2.0 * s.gamma * w;
       return -g.sum();
     case KernelType::cosine: {  // A = 1 / (|x| |y|), B = -x^T y A / |x|^2; zero vectors contribute nothing
       const Array inverse = (nx * ny > 0.0).select((nx * ny).sqrt().inverse(), 0.0);

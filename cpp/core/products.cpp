@@ -1,9 +1,9 @@
 #include "core/products.hpp"
 
 #include "core/blas.hpp"
+#include "core/isa.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -14,8 +14,13 @@ namespace rkm {
 namespace {
 using Eigen::Index;
 
-// Columns of A per panel: a panel of X (kPanel x b) stays in L2 while rows of A stream past it.
-constexpr Index kPanel = 1024;
+// How the streaming products walk A (see walk_for): row tiles in blocks of kBlockTiles, each block sweeping
+// its columns in panels whose rows of X (and Y) take at most kPanelBytes, so they stay in L2 while the
+// block's rows of A stream past them; or, while X (and Y) fit in kCacheResidentBytes, every row tile
+// sweeping its whole row.
+constexpr Index kPanelBytes = Index(384) << 10;
+constexpr Index kBlockTiles = 64;
+constexpr Index kCacheResidentBytes = Index(4) << 20;
 constexpr Index kRows = 6;  // rows of A per register tile
 
 // Accumulates Y[r0..r0+kRows, c0..c0+2L) += A[r0..r0+kRows, j0..j1) X[j0..j1, c0..c0+2L) with a register
@@ -121,8 +126,7 @@ void transposed_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y
   symmetric_tile<T, 16, false>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define RKM_HAVE_AVX2_DISPATCH 1
+#ifdef RKM_HAVE_AVX2_DISPATCH
 template <typename T>
 __attribute__((target("avx2,fma"))) void thin_tile_avx2(const T* A, Index lda, const T* X, Index ldx, T* Y,
                                                        Index ldy, Index r0, Index j0, Index j1, Index b) {
@@ -140,23 +144,7 @@ __attribute__((target("avx2,fma"))) void transposed_tile_avx2(const T* A, Index 
                                                              Index ldy, Index r0, Index j0, Index j1, Index b) {
   symmetric_tile<T, 32, false>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
 }
-
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
 #endif
-
-// Set by force_baseline_isa so that AVX2 machines can run (and test) the baseline kernels too.
-std::atomic<bool> g_force_baseline{false};
-
-bool use_avx2() {
-#ifdef RKM_HAVE_AVX2_DISPATCH
-  return cpu_has_avx2() && !g_force_baseline.load();
-#else
-  return false;
-#endif
-}
 
 template <typename T>
 using TileKernel = void (*)(const T*, Index, const T*, Index, T*, Index, Index, Index, Index, Index);
@@ -184,6 +172,21 @@ Index round_up(Index value, Index multiple) { return (value + multiple - 1) / mu
 // for narrow blocks, else whole tiles.
 Index padded_columns(Index b, Index width) { return b <= width / 2 ? width / 2 : round_up(b, width); }
 
+struct Walk {
+  Index block_tiles, panel;
+};
+
+// The walk for products touching `operands` padded blocks (n_columns x padded) of T. Whole-row sweeps give
+// the hardware prefetcher long streams of A (measured 10% faster with 8 columns at N = 20000) as long as the
+// operand rows they touch stay in cache; beyond that they would come from memory for every row tile, and
+// blocked panels win (1.4x faster with 32 columns at N = 20000).
+template <typename T>
+Walk walk_for(Index n_columns, Index padded, Index operands) {
+  const Index row_bytes = operands * padded * static_cast<Index>(sizeof(T));
+  if (n_columns * row_bytes <= kCacheResidentBytes) return {1, std::max<Index>(n_columns, 1)};
+  return {kBlockTiles, std::max<Index>(64, kPanelBytes / row_bytes)};
+}
+
 template <typename T>
 void thin_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
   const Index n = A.rows(), m = A.cols(), b = X.cols();
@@ -193,12 +196,16 @@ void thin_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, Matrix
   const Index padded = round_up(b, kernels.width);
   RowMatrix<T> Xp = RowMatrix<T>::Zero(m, padded), Yp = RowMatrix<T>::Zero(n, padded);
   Xp.leftCols(b) = X;
-  const Index full_tiles = n / kRows;
+  const Walk walk = walk_for<T>(m, padded, 1);
+  const Index full_tiles = n / kRows, n_blocks = (full_tiles + walk.block_tiles - 1) / walk.block_tiles;
 #pragma omp parallel for schedule(static)
-  for (Index t = 0; t < full_tiles; ++t) {
-    for (Index j0 = 0; j0 < m; j0 += kPanel)
-      kernel(A.data(), A.outerStride(), Xp.data(), padded, Yp.data(), padded, t * kRows, j0, std::min(j0 + kPanel, m),
-             padded);
+  for (Index block = 0; block < n_blocks; ++block) {
+    const Index t0 = block * walk.block_tiles, t1 = std::min(t0 + walk.block_tiles, full_tiles);
+    for (Index j0 = 0; j0 < m; j0 += walk.panel) {
+      const Index j1 = std::min(j0 + walk.panel, m);
+      for (Index t = t0; t < t1; ++t)
+        kernel(A.data(), A.outerStride(), Xp.data(), padded, Yp.data(), padded, t * kRows, j0, j1, padded);
+    }
   }
   Y.topRows(full_tiles * kRows) = Yp.topLeftCorner(full_tiles * kRows, b);
   // The last n mod kRows rows are too few for a tile.
@@ -239,6 +246,7 @@ void symmetric_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, M
   const Index padded = padded_columns(b, kernels.width);
   RowMatrix<T> Xp = RowMatrix<T>::Zero(n, padded);
   Xp.leftCols(b) = X;
+  const Walk walk = walk_for<T>(n, padded, 2);
   const Index full_tiles = n / kSymmetricRows;
   const int parts = static_cast<int>(std::clamp<Index>(full_tiles, 1, threads));
   const std::vector<Index> first = triangle_split(full_tiles, parts);
@@ -248,11 +256,20 @@ void symmetric_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, M
 #pragma omp parallel for schedule(static, 1) num_threads(parts)
   for (int p = 0; p < parts; ++p) {
     T* y = partial[static_cast<size_t>(p)].data();
-    for (Index t = first[static_cast<size_t>(p)]; t < first[static_cast<size_t>(p) + 1]; ++t) {
-      const Index r0 = t * kSymmetricRows;
-      for (Index j0 = 0; j0 < r0; j0 += kPanel)
-        kernels.symmetric(a, lda, Xp.data(), padded, y, padded, r0, j0, std::min(j0 + kPanel, r0), padded);
-      add_diagonal_block<T>(A, Xp.data(), y, padded, r0, r0 + kSymmetricRows);
+    const Index last = first[static_cast<size_t>(p) + 1];
+    for (Index t0 = first[static_cast<size_t>(p)]; t0 < last; t0 += walk.block_tiles) {
+      const Index t1 = std::min(t0 + walk.block_tiles, last), block_start = t0 * kSymmetricRows;
+      for (Index j0 = 0; j0 < block_start; j0 += walk.panel) {
+        const Index j1 = std::min(j0 + walk.panel, block_start);
+        for (Index t = t0; t < t1; ++t)
+          kernels.symmetric(a, lda, Xp.data(), padded, y, padded, t * kSymmetricRows, j0, j1, padded);
+      }
+      // Inside the block: each tile's columns from the block's start to its diagonal block, then that block.
+      for (Index t = t0; t < t1; ++t) {
+        const Index r0 = t * kSymmetricRows;
+        if (r0 > block_start) kernels.symmetric(a, lda, Xp.data(), padded, y, padded, r0, block_start, r0, padded);
+        add_diagonal_block<T>(A, Xp.data(), y, padded, r0, r0 + kSymmetricRows);
+      }
     }
   }
   RowMatrix<T>& sum = partial[0];
@@ -318,10 +335,6 @@ void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, 
   for (Index r = full_tiles * kSymmetricRows; r < n; ++r) sum.noalias() += A.row(r).transpose() * Bp.row(r);
   C = sum.leftCols(b);
 }
-
-const char* block_product_isa() { return use_avx2() ? "avx2" : "baseline"; }
-
-void force_baseline_isa(bool force) { g_force_baseline.store(force); }
 
 template void block_product<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>&, MatrixRef<float>,
                                    int, bool);

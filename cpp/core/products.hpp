@@ -25,11 +25,4 @@ void block_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& X, Matri
 template <typename T>
 void transposed_product(const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, int n_threads);
 
-// Which inner kernels the streaming products run: "avx2" or "baseline".
-const char* block_product_isa();
-
-// Makes the streaming products run their baseline (SSE2) kernels even where AVX2 is available, or restores
-// the run-time choice; for tests and comparisons.
-void force_baseline_isa(bool force);
-
 }  // namespace rkm
