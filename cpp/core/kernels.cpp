@@ -27,7 +27,7 @@ using Array = Eigen::ArrayXd;
 
 // Bytes of each thread's band buffer; sized to stay in the last-level cache between GEMM and transform.
 constexpr Index kBandBytes = Index(4) << 20;
-constexpr Index kChunkColumns = 256;
+constexpr Index kTileColumns = 256;
 
 template <typename T>
 DoubleMatrix to_double(const ConstMatrixRef<T>& A, const Eigen::RowVectorXd& shift, bool shifted) {
@@ -90,28 +90,29 @@ void for_each_band(Index n_bands, int threads, const Body& body) {
   }
 }
 
-void l1_band(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, MatrixRef<double> band) {
-  for (Index i = 0; i < band.rows(); ++i) {
-    for (Index c = 0; c < band.cols(); ++c) band(i, c) = (X.row(r0 + i) - Y.row(c)).cwiseAbs().sum();
+void l1_chunk(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, Index c_begin, MatrixRef<double> chunk) {
+  for (Index i = 0; i < chunk.rows(); ++i) {
+    for (Index c = 0; c < chunk.cols(); ++c) chunk(i, c) = (X.row(r0 + i) - Y.row(c_begin + c)).cwiseAbs().sum();
   }
 }
 
-// Transforms a band of inner products (rows r0.., all computed columns) into kernel values, writing the
-// lower part of the band and, for a symmetric matrix, its mirror in the upper triangle: element (i, j)
+// Transforms a chunk of inner products (rows r0.., columns c_begin..) into kernel values, writing the
+// lower part of the chunk and, for a symmetric matrix, its mirror in the upper triangle: element (i, j)
 // belongs to the band holding row max(i, j), so concurrent bands never write the same element. Works
-// through column chunks so that the mirrored writes come from a tile still in cache. Without `mirror` a
+// through column tiles so that the mirrored writes come from a tile still in cache. Without `mirror` a
 // symmetric matrix gets its lower triangle only.
 template <typename T>
-void write_band(const KernelSpec& spec, const MatrixRef<double>& band, Index r0, const Vector<double>& nx,
-                const Vector<double>& ny, bool symmetric, bool mirror, std::vector<double>& tile, MatrixRef<T> out) {
-  const Index rows = band.rows(), cols = band.cols();
-  tile.resize(static_cast<size_t>(rows * kChunkColumns));
-  for (Index c0 = 0; c0 < cols; c0 += kChunkColumns) {
-    const Index c1 = std::min(c0 + kChunkColumns, cols), w = c1 - c0;
+void write_chunk(const KernelSpec& spec, const MatrixRef<double>& chunk, Index r0, Index c_begin,
+                 const Vector<double>& nx, const Vector<double>& ny, bool symmetric, bool mirror,
+                 std::vector<double>& tile, MatrixRef<T> out) {
+  const Index rows = chunk.rows(), c_stop = c_begin + chunk.cols();
+  tile.resize(static_cast<size_t>(rows * kTileColumns));
+  for (Index c0 = c_begin; c0 < c_stop; c0 += kTileColumns) {
+    const Index c1 = std::min(c0 + kTileColumns, c_stop), w = c1 - c0;
     for (Index i = 0; i < rows; ++i) {
       const Index r = r0 + i;
       double* t = tile.data() + i * w;
-      transform_segment(spec, &band(i, c0), nx[r], ny.data() + c0, t, w);
+      transform_segment(spec, &chunk(i, c0 - c_begin), nx[r], ny.data() + c0, t, w);
       if (symmetric && r >= c0 && r < c1 && has_exact_self_value(spec.type))
         t[r - c0] = exact_self_value(spec.type, nx[r]);
       const Index c_end = symmetric ? std::min(c1, r + 1) : c1;
@@ -197,27 +198,34 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   const Vector<double> nx = Xd.rowwise().squaredNorm();
   const Vector<double> ny = symmetric ? nx : Vector<double>(Ys.rowwise().squaredNorm());
 
-  // Each thread builds whole bands with its own cache-sized buffer and a single-threaded GEMM, so no
-  // BLAS thread pool competes with the OpenMP threads (the Python layer runs BLAS on one thread here).
-  // Bands are cache-sized, but never so thin that the GEMM cannot amortise packing its operands: with
-  // many features the GEMM dominates and wants about d/2 rows or more.
-  const Index band_rows = std::clamp<Index>(std::max<Index>(kBandBytes / (8 * n_y), X.cols() / 2), 16, 512);
+  // Each thread builds whole bands of rows with its own cache-sized buffer and single-threaded GEMMs, so
+  // no BLAS thread pool competes with the OpenMP threads (the Python layer runs BLAS on one thread here).
+  // A band goes a chunk of columns at a time, the chunk (kBandBytes) staying in cache from the GEMM to the
+  // transform. Each GEMM packs its chunk of Y once for all the band's rows: with bands of 32 rows that
+  // packing took as long as the multiplication itself (d = 64), so bands take up to 256 rows, fewer when
+  // that would leave fewer than 8 bands per thread, and at least d/2 so that many features amortise it too.
+  const Index band_rows = std::clamp<Index>(
+      std::max<Index>(std::min<Index>(256, n_x / (8 * guard.threads())), X.cols() / 2), 16, 512);
+  const Index chunk_columns = std::max<Index>(kTileColumns, kBandBytes / (8 * band_rows) / kTileColumns * kTileColumns);
   const Index n_bands = (n_x + band_rows - 1) / band_rows;
   // Per-thread buffers live across waves: fresh pages are expensive to fault in.
   std::vector<DoubleMatrix> scratches(static_cast<size_t>(guard.threads()),
-                                      DoubleMatrix(std::min(band_rows, n_x), n_y));
+                                      DoubleMatrix(std::min(band_rows, n_x), std::min(chunk_columns, n_y)));
   std::vector<std::vector<double>> tiles(scratches.size());
   for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
     const Index r0 = k * band_rows, rows = std::min(band_rows, n_x - r0);
     const Index cols = symmetric ? r0 + rows : n_y;
-    MatrixRef<double> band = scratches[tid].topLeftCorner(rows, cols);
-    if (spec.type == KernelType::laplacian) {
-      l1_band(Xd, Ys, r0, band);
-    } else {
-      blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.topRows(cols), band, 1.0,
-                         0.0);
+    for (Index c0 = 0; c0 < cols; c0 += chunk_columns) {
+      const Index w = std::min(chunk_columns, cols - c0);
+      MatrixRef<double> chunk = scratches[tid].topLeftCorner(rows, w);
+      if (spec.type == KernelType::laplacian) {
+        l1_chunk(Xd, Ys, r0, c0, chunk);
+      } else {
+        blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.middleRows(c0, w), chunk,
+                           1.0, 0.0);
+      }
+      write_chunk<T>(spec, chunk, r0, c0, nx, ny, symmetric, !lower_only, tiles[tid], out);
     }
-    write_band<T>(spec, band, r0, nx, ny, symmetric, !lower_only, tiles[tid], out);
   });
 }
 
