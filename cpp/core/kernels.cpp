@@ -25,7 +25,8 @@ using Eigen::Index;
 using DoubleMatrix = RowMatrix<double>;
 using Array = Eigen::ArrayXd;
 
-// Bytes of each thread's band buffer; sized to stay in the last-level cache between GEMM and transform.
+// Bytes of each thread's buffer of inner products (a column chunk of a kernel band, or a gradient band);
+// sized to stay in the last-level cache between GEMM and transform.
 constexpr Index kBandBytes = Index(4) << 20;
 constexpr Index kTileColumns = 256;
 
