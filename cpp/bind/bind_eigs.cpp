@@ -124,6 +124,10 @@ void def_eigs(py::module_& m) {
 
 void bind_eigs(py::module_& m) {
   m.attr("THIN_BLOCK_COLUMNS") = static_cast<int>(kThinBlockColumns);
+  m.def("default_max_iter", &default_max_iter, py::arg("n_components"), py::arg("block_columns"),
+        "The block products top_eigsh allows when max_iter is None.");
+  m.def("krylov_workspace_columns", &krylov_workspace_columns, py::arg("n_components"), py::arg("block_columns"),
+        "Columns of n-vectors (in the working dtype) that top_eigsh allocates besides the operator.");
   def_eigs<double>(m);
   def_eigs<float>(m);
 }

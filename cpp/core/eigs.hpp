@@ -15,7 +15,7 @@ template <typename T>
 struct EigenResult {
   Vector<T> values;           // descending
   RowMatrix<T> vectors;       // n x s, orthonormal columns, sign-fixed
-  Eigen::VectorXd residuals;  // ||A v - w v|| / |w_max|
+  Eigen::VectorXd residuals;  // ||A v - w v|| / max |w| over the returned values
   int n_iter = 0;             // number of block products with A
   bool converged = false;
 };
@@ -41,6 +41,11 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Eigen::Index n, int n_com
 template <typename T>
 EigenResult<T> top_eigsh(const ConstMatrixRef<T>& A, int n_components, const ConstMatrixRef<T>& start,
                          double tol, int max_iter, int n_threads);
+
+// Columns of n-vectors (in T) that top_eigsh holds at most besides the operator: the basis and its
+// products, the best iterate, and the Ritz blocks; the final refinement holds 4 n_components columns of
+// doubles (counted here as 8 in T, enough for float32).
+Eigen::Index krylov_workspace_columns(int n_components, Eigen::Index block_columns);
 
 // Flips each column of V so that its entry of largest magnitude is positive (as scikit-learn's svd_flip).
 template <typename T>
