@@ -434,18 +434,19 @@ def test_kernel_gradient_reference_matches_finite_differences(rng, kernel):
             np.testing.assert_allclose(G[i, f], (value(plus) - value(minus)) / (2 * step), rtol=1e-5, atol=1e-7)
 
 
-def test_ctrl_c_interrupts_a_long_core_loop():
-    # A solve that cannot converge runs until Ctrl-C; the core must stop and raise KeyboardInterrupt.
-    # The child installs Python's Ctrl-C handler itself: a shell that starts the suite in the background
-    # passes SIGINT down as ignored, and Python then leaves it ignored.
+def _interrupt_after_ready(body, seconds=1.0):
+    """Runs `body` in a child Python, sends Ctrl-C `seconds` after it prints 'ready', returns its output.
+
+    The child installs Python's Ctrl-C handler itself: a shell that starts the suite in the background
+    passes SIGINT down as ignored, and Python then leaves it ignored.
+    """
     script = (
         "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "import numpy as np, sys; from rkm import _core\n"
-        "A = np.random.default_rng(0).normal(size=(2000, 2000)); A = A + A.T\n"
-        "start = np.random.default_rng(1).normal(size=(2000, 8))\n"
+        "import numpy as np, sys; from rkm import _core\n" + body + "\n"
         "print('ready', flush=True)\n"
         "try:\n"
-        "    _core.top_eigsh(A, 4, start, 1e-300, 10**9)\n"
+        "    run()\n"
+        "    print('completed', flush=True)\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted', flush=True)\n"
     )
@@ -453,9 +454,30 @@ def test_ctrl_c_interrupts_a_long_core_loop():
     try:
         # An editable install may print its rebuild log first.
         assert any(line.strip() == "ready" for line in process.stdout)
-        time.sleep(1.0)
+        time.sleep(seconds)
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert "interrupted" in output
+    return output
+
+
+def test_ctrl_c_interrupts_the_eigensolver():
+    # Products with a random perturbation each time never converge nor stagnate near rounding, so the
+    # solve runs until Ctrl-C; most of its time is the core's orthogonalization of a 20000-row basis.
+    body = (
+        "rng = np.random.default_rng(0); d = np.linspace(1, 2, 20000)\n"
+        "matmat = lambda B: d[:, None] * B + 1e-3 * rng.standard_normal(B.shape)\n"
+        "start = np.random.default_rng(1).normal(size=(20000, 8))\n"
+        "def run(): _core.top_eigsh_operator(matmat, 20000, 40, start, 1e-12, 10**9)"
+    )
+    assert "interrupted" in _interrupt_after_ready(body)
+
+
+def test_ctrl_c_interrupts_a_kernel_build_inside_its_parallel_region():
+    # A 20000 x 20000 float32 build at d = 784 takes several seconds; the check runs between bands.
+    body = (
+        "X = np.random.default_rng(0).random((20000, 784), dtype=np.float32)\n"
+        "def run(): _core.kernel_matrix(X, None, 'rbf', 0.01, 3.0, 1.0, 2)"
+    )
+    assert "interrupted" in _interrupt_after_ready(body)

@@ -118,9 +118,64 @@ def test_tanimoto_on_binary_fingerprints(rng):
     inter = X @ X.T
     counts = X.sum(1)
     expected = np.where(counts[:, None] + counts[None, :] - inter > 0,
-                        inter / np.maximum(counts[:, None] + counts[None, :] - inter, 1), 1.0)
+                        inter / np.maximum(counts[:, None] + counts[None, :] - inter, 1), 0.0)
     np.testing.assert_allclose(K, expected, rtol=1e-12)
-    assert np.all(np.diag(K) == 1.0)
+    assert np.all(np.diag(K)[counts > 0] == 1.0)
+
+
+def test_tanimoto_of_empty_fingerprints_is_zero_as_in_rdkit():
+    # RDKit's TanimotoSimilarity of two all-zero bit vectors is 0: they share no bit.
+    X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    K = kernel_matrix(X, kernel="tanimoto")
+    np.testing.assert_array_equal(K, [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(kernel_matrix(X[:1], X, kernel="tanimoto"), [[0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_non_integer_degree_on_a_negative_base_is_rejected(rng, dtype):
+    X = rng.normal(size=(30, 4)).astype(dtype)
+    with pytest.raises(ValueError, match=r"degree: a non-integer degree \(2\.5\) needs gamma x\^T y \+ coef0 >= 0"):
+        kernel_matrix(X, kernel="poly", degree=2.5)
+    positive = np.abs(X)  # every base is positive: a non-integer degree is fine
+    np.testing.assert_allclose(kernel_matrix(positive, kernel="poly", degree=2.5, gamma=0.5),
+                               (0.5 * positive @ positive.T + 1.0) ** 2.5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kernel,scale,dtype", [("linear", 1e160, np.float64), ("rbf", 1e200, np.float64),
+                                                ("poly", 1e100, np.float64), ("linear", 1e20, np.float32),
+                                                ("cosine", 1e200, np.float64)])
+def test_overflowing_kernels_are_rejected(rng, kernel, scale, dtype):
+    X = (rng.normal(size=(30, 4)) * scale).astype(dtype)
+    with pytest.raises(ValueError, match=f"X: the {kernel} kernel overflows {np.dtype(dtype).name}"):
+        kernel_matrix(X, kernel=kernel)
+    with pytest.raises(ValueError, match=f"X: the {kernel} kernel overflows"):
+        kernel_matrix(X, X[:5], kernel=kernel)
+
+
+def test_overflowing_kernel_gradient_is_rejected(rng):
+    from rkm.kernels import kernel_gradient
+
+    X = rng.normal(size=(6, 3)) * 1e160
+    with pytest.raises(ValueError, match="X: the linear kernel gradient overflows"):
+        kernel_gradient(X, X, np.full((6, 6), 1e160), kernel="linear")
+
+
+def test_core_rejects_non_finite_inputs(rng):
+    from rkm import _core
+
+    X = rng.normal(size=(6, 3))
+    X[2, 1] = np.nan
+    with pytest.raises(ValueError, match="X: contains NaN"):
+        _core.kernel_matrix(X)
+    with pytest.raises(ValueError, match="Y: contains NaN"):
+        _core.kernel_matrix(np.ones((2, 3)), X)
+
+
+def test_unknown_kernel_error_lists_the_aliases():
+    with pytest.raises(ValueError, match="polynomial = poly, gaussian = rbf"):
+        kernel_matrix(np.ones((2, 2)), kernel="sigmoid")
+    np.testing.assert_array_equal(kernel_matrix(np.eye(2), kernel="gaussian", gamma=1.0),
+                                  kernel_matrix(np.eye(2), kernel="rbf", gamma=1.0))
 
 
 def test_kernel_gradient_validates_and_converts(rng):

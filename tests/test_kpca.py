@@ -1,14 +1,17 @@
 """rkm.KernelPCA: the RKM formulation against scikit-learn, identities, pre-images and bad input."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from rkm import KernelPCA, datasets
+from rkm import KernelPCA, _base, _core, datasets, kpca
 from rkm.kernels import RBF, kernel_matrix
+from rkm.kpca import _fit_memory_bytes
 
 
 def _align_signs(A, B):
@@ -38,7 +41,7 @@ def test_matches_sklearn_kernel_pca(blobs, solver, kernel, params):
 
 def test_hidden_features_satisfy_the_rkm_eigenproblem(blobs):
     eta = 2.5
-    model = KernelPCA(5, gamma=0.05, eta=eta).fit(blobs)
+    model = KernelPCA(5, gamma=0.05, eta=eta, random_state=0).fit(blobs)
     K = kernel_matrix(blobs, gamma=0.05)
     n = K.shape[0]
     J = np.eye(n) - 1.0 / n
@@ -53,18 +56,19 @@ def test_hidden_features_satisfy_the_rkm_eigenproblem(blobs):
 
 
 def test_scalings_are_consistent(blobs):
-    hidden = KernelPCA(4, gamma=0.05, eta=3.0).fit(blobs)
-    score = KernelPCA(4, gamma=0.05, eta=3.0, scaling="score").fit(blobs)
-    sk = KernelPCA(4, gamma=0.05, eta=3.0, scaling="sklearn").fit(blobs)
+    hidden = KernelPCA(4, gamma=0.05, eta=3.0, random_state=0).fit(blobs)
+    score = KernelPCA(4, gamma=0.05, eta=3.0, scaling="score", random_state=0).fit(blobs)
+    sk = KernelPCA(4, gamma=0.05, eta=3.0, scaling="sklearn", random_state=0).fit(blobs)
     Xt = blobs[:50] * 1.1
     h = hidden.transform(Xt)
-    np.testing.assert_allclose(score.transform(Xt), h * hidden.eigenvalues_, rtol=1e-8)
-    np.testing.assert_allclose(sk.transform(Xt), h * np.sqrt(3.0 * hidden.eigenvalues_), rtol=1e-8)
+    for model, factor in ((score, hidden.eigenvalues_), (sk, np.sqrt(3.0 * hidden.eigenvalues_))):
+        expected = h * factor
+        np.testing.assert_allclose(model.transform(Xt), expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
 
 
 def test_linear_centered_dual_equals_primal_pca(blobs):
     # Centring K in feature space equals removing the mean of explicit (here: identity) features.
-    ours = KernelPCA(3, kernel="linear", scaling="sklearn").fit(blobs)
+    ours = KernelPCA(3, kernel="linear", scaling="sklearn", random_state=0).fit(blobs)
     pca = PCA(3).fit(blobs)
     Xt = blobs[:100] + 1.0
     Z, Z_ref = ours.transform(Xt), pca.transform(Xt)
@@ -73,9 +77,9 @@ def test_linear_centered_dual_equals_primal_pca(blobs):
 
 
 def test_precomputed_equals_explicit(blobs):
-    explicit = KernelPCA(6, gamma=0.05).fit(blobs)
+    explicit = KernelPCA(6, gamma=0.05, random_state=0).fit(blobs)
     K = kernel_matrix(blobs, gamma=0.05)
-    pre = KernelPCA(6, kernel="precomputed").fit(K)
+    pre = KernelPCA(6, kernel="precomputed", random_state=0).fit(K)
     np.testing.assert_allclose(pre.eigenvalues_, explicit.eigenvalues_, rtol=1e-10)
     Xt = blobs[:30] - 0.5
     K_rows = kernel_matrix(Xt, blobs, gamma=0.05)
@@ -85,7 +89,7 @@ def test_precomputed_equals_explicit(blobs):
 
 
 def test_kernel_object_and_uncentered(blobs):
-    model = KernelPCA(4, kernel=RBF(gamma=0.05), center=False).fit(blobs)
+    model = KernelPCA(4, kernel=RBF(gamma=0.05), center=False, random_state=0).fit(blobs)
     K = kernel_matrix(blobs, gamma=0.05)
     np.testing.assert_allclose(model.eigenvalues_, np.linalg.eigvalsh(K)[::-1][:4], rtol=1e-9)
     assert model.gamma_ == 0.05
@@ -101,7 +105,7 @@ def test_float32_preserved_and_close(blobs):
 
 def test_n_components_none_keeps_positive_spectrum(rng):
     X = rng.normal(size=(40, 3))
-    model = KernelPCA(kernel="linear").fit(X)
+    model = KernelPCA(kernel="linear", random_state=0).fit(X)
     assert model.eigenvalues_.shape == (3,)  # a rank-3 centred linear kernel
     assert model.transform(X).shape == (40, 3)
 
@@ -114,7 +118,7 @@ def test_random_state_makes_krylov_deterministic(blobs):
 
 def test_krylov_non_convergence_warns(blobs):
     with pytest.warns(ConvergenceWarning, match="block products"):
-        model = KernelPCA(5, gamma=0.05, eigen_solver="krylov", max_iter=1, tol=1e-14).fit(blobs)
+        model = KernelPCA(5, gamma=0.05, eigen_solver="krylov", max_iter=1, tol=1e-14, random_state=0).fit(blobs)
     assert model.n_iter_ == 1 and model.eigen_residuals_.max() > 1e-14
 
 
@@ -124,7 +128,7 @@ def test_krylov_non_convergence_warns(blobs):
 def test_denoising_reduces_error_on_noisy_shape(preimage, max_ratio):
     shape = datasets.make_square(n_samples=800, noise=0.1, random_state=0)
     # Tangential noise cannot be removed, so about half of the squared error is the floor.
-    model = KernelPCA(16, gamma=1 / (2 * 0.3**2), preimage=preimage).fit(shape.data)
+    model = KernelPCA(16, gamma=1 / (2 * 0.3**2), preimage=preimage, random_state=0).fit(shape.data)
     denoised = model.denoise(shape.data)
     noisy_error = np.mean(np.sum((shape.data - shape.clean) ** 2, axis=1))
     denoised_error = np.mean(np.sum((denoised - shape.clean) ** 2, axis=1))
@@ -133,7 +137,7 @@ def test_denoising_reduces_error_on_noisy_shape(preimage, max_ratio):
 
 
 def test_inverse_transform_of_training_projection_is_near_data(blobs):
-    model = KernelPCA(8, gamma=0.05, preimage="fixed_point").fit(blobs)
+    model = KernelPCA(8, gamma=0.05, preimage="fixed_point", random_state=0).fit(blobs)
     recon = model.inverse_transform(model.transform(blobs[:50]))
     spread = np.mean(np.linalg.norm(blobs[:50] - blobs.mean(0), axis=1))
     assert np.mean(np.linalg.norm(recon - blobs[:50], axis=1)) < spread
@@ -143,7 +147,7 @@ def test_inverse_transform_of_training_projection_is_near_data(blobs):
 
 def test_fixed_point_needs_rbf(blobs):
     with pytest.raises(ValueError, match="fixed_point"):
-        KernelPCA(3, kernel="linear", preimage="fixed_point").fit(blobs)
+        KernelPCA(3, kernel="linear", preimage="fixed_point", random_state=0).fit(blobs)
 
 
 @pytest.mark.parametrize("bad_value", [np.nan, np.inf])
@@ -151,18 +155,18 @@ def test_rejects_non_finite(blobs, bad_value):
     X = blobs.copy()
     X[3, 2] = bad_value
     with pytest.raises(ValueError):
-        KernelPCA(2).fit(X)
-    model = KernelPCA(2).fit(blobs)
+        KernelPCA(2, random_state=0).fit(X)
+    model = KernelPCA(2, random_state=0).fit(blobs)
     with pytest.raises(ValueError):
         model.transform(X)
 
 
 def test_rejects_bad_shapes(blobs):
     with pytest.raises(ValueError):
-        KernelPCA(2).fit(np.empty((0, 3)))
+        KernelPCA(2, random_state=0).fit(np.empty((0, 3)))
     with pytest.raises(ValueError):
-        KernelPCA(2).fit(np.arange(10.0))
-    model = KernelPCA(2).fit(blobs)
+        KernelPCA(2, random_state=0).fit(np.arange(10.0))
+    model = KernelPCA(2, random_state=0).fit(blobs)
     with pytest.raises(ValueError, match="features"):
         model.transform(blobs[:, :3])
 
@@ -176,30 +180,127 @@ def test_rejects_bad_shapes(blobs):
 ])
 def test_rejects_invalid_hyperparameters(blobs, params, match):
     with pytest.raises(ValueError, match=match):
-        KernelPCA(**params).fit(blobs)
+        KernelPCA(**params, random_state=0).fit(blobs)
 
 
 def test_rejects_non_square_precomputed(rng):
     with pytest.raises(ValueError, match="square"):
-        KernelPCA(2, kernel="precomputed").fit(rng.normal(size=(5, 4)))
+        KernelPCA(2, kernel="precomputed", random_state=0).fit(rng.normal(size=(5, 4)))
 
 
 def test_converts_integer_fortran_and_strided_input(rng):
     X = rng.integers(0, 10, size=(300, 5))
-    reference_model = KernelPCA(3, gamma=0.01).fit(X.astype(float))
+    reference_model = KernelPCA(3, gamma=0.01, random_state=0).fit(X.astype(float))
     for variant in (X, np.asfortranarray(X.astype(float)), np.repeat(X.astype(float), 2, axis=1)[:, ::2]):
-        model = KernelPCA(3, gamma=0.01).fit(variant)
+        model = KernelPCA(3, gamma=0.01, random_state=0).fit(variant)
         np.testing.assert_allclose(model.eigenvalues_, reference_model.eigenvalues_, rtol=1e-10)
 
 
 def test_kernel_too_large_for_memory_raises_memory_error():
     X = np.zeros((2_000_000, 1))
     with pytest.raises(MemoryError, match="GiB"):
-        KernelPCA(2).fit(X)
+        KernelPCA(2, random_state=0).fit(X)
 
 
 def test_single_sample_needs_uncentered_model():
     with pytest.raises(ValueError, match="n_samples = 1"):
-        KernelPCA().fit(np.ones((1, 3)))
-    model = KernelPCA(1, center=False).fit(np.ones((1, 3)))
+        KernelPCA(random_state=0).fit(np.ones((1, 3)))
+    model = KernelPCA(1, center=False, random_state=0).fit(np.ones((1, 3)))
     np.testing.assert_allclose(model.eigenvalues_, [1.0])
+
+
+def test_fit_transform_equals_transform_for_zero_eigenvalues(rng):
+    # 20 samples in 3 dimensions: with s = N most centred eigenvalues are 0, whose hidden features are 0.
+    X = rng.normal(size=(20, 3))
+    for scaling in ("hidden", "score", "sklearn"):
+        model = KernelPCA(20, kernel="linear", scaling=scaling, random_state=0)
+        Z = model.fit_transform(X)
+        assert np.sum(model.eigenvalues_ > 0) == 3
+        np.testing.assert_allclose(Z, model.transform(X), atol=1e-9 * np.abs(Z).max())
+        assert np.all(Z[:, model.eigenvalues_ == 0] == 0)
+
+
+def _indefinite_gram(rng, negative):
+    """A symmetric 60 x 60 matrix with 26 positive eigenvalues (10 down to 1) and 34 equal to `negative`."""
+    Q, _ = np.linalg.qr(rng.normal(size=(60, 60)))
+    K = (Q * np.r_[np.linspace(10, 1, 26), np.full(34, negative)]) @ Q.T
+    return (K + K.T) / 2
+
+
+@pytest.mark.parametrize("n_components", [30, None])
+def test_indefinite_precomputed_kernel_is_rejected(rng, n_components):
+    K = _indefinite_gram(rng, -0.5)
+    with pytest.raises(ValueError, match=r"not positive semi-definite: \d+ of the \d+ computed eigenvalues"):
+        KernelPCA(n_components, kernel="precomputed", center=False, random_state=0).fit(K)
+
+
+def test_small_negative_eigenvalues_warn_and_become_zero(rng):
+    K = _indefinite_gram(rng, -1e-7)
+    with pytest.warns(PositiveSpectrumWarning, match="4 of the 30 computed eigenvalues are negative"):
+        model = KernelPCA(30, kernel="precomputed", center=False, random_state=0).fit(K)
+    assert np.all(model.eigenvalues_[26:] == 0)
+
+
+def test_rounding_sized_negative_eigenvalues_are_silent(rng):
+    X = rng.normal(size=(80, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KernelPCA(kernel="linear").fit(X)  # 77 of 80 centred eigenvalues are rounding noise around 0
+
+
+def test_asymmetric_precomputed_kernel_is_rejected(rng):
+    X = rng.normal(size=(40, 3))
+    K = X @ X.T
+    with pytest.raises(ValueError, match="must be symmetric"):
+        KernelPCA(3, kernel="precomputed").fit(K + 0.1 * rng.normal(size=K.shape))
+    perturbed = K + 1e-13 * np.abs(K).max() * rng.normal(size=K.shape)  # rounding-sized asymmetry passes
+    model = KernelPCA(3, kernel="precomputed", random_state=0).fit(perturbed)
+    np.testing.assert_allclose(model.eigenvalues_, KernelPCA(3, kernel="linear").fit(X).eigenvalues_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("gamma", [1e-12, 1e-8])
+def test_float32_kernel_below_precision_warns(gamma):
+    X = (datasets.load_digits().data[:600] / 16.0).astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="float32 rounding error.*use float64"):
+        KernelPCA(5, gamma=gamma, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KernelPCA(5, gamma=gamma, random_state=0).fit(X.astype(np.float64))
+        KernelPCA(5, gamma=0.02, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("kernel,params,match", [
+    ("poly", dict(degree=2.5), "degree: a non-integer degree"),
+    ("linear", dict(scale=1e160), "X: the linear kernel overflows float64"),
+    ("rbf", dict(scale=1e200), "X: the rbf kernel overflows float64"),
+])
+def test_non_finite_kernels_are_rejected_by_fit(blobs, kernel, params, match):
+    X = blobs[:300] * params.pop("scale", 1.0)
+    with pytest.raises(ValueError, match=match):
+        KernelPCA(3, kernel=kernel, random_state=0, **params).fit(X)
+
+
+def test_krylov_stagnation_warns_with_the_attainable_accuracy(blobs):
+    with pytest.warns(ConvergenceWarning, match="stagnated at up to .* float64 can reach"):
+        model = KernelPCA(5, gamma=0.05, eigen_solver="krylov", tol=1e-300, random_state=0).fit(blobs)
+    assert model.n_iter_ < _core.default_max_iter(5, 8)
+    assert model.eigen_residuals_.max() < 1e-12
+
+
+def test_memory_guard_counts_the_solver_workspace(monkeypatch, rng):
+    X = rng.normal(size=(500, 4))
+    krylov = _fit_memory_bytes(500, 4, 5, np.float64, "krylov", 2)
+    dense = _fit_memory_bytes(500, 4, 5, np.float64, "dense", 2)
+    assert krylov > 500**2 * 8 and dense >= 5 * 500**2 * 8
+    monkeypatch.setattr(_base, "available_memory_bytes", lambda: krylov - 1)
+    with pytest.raises(MemoryError, match=r"X: a kernel PCA fit of 500 samples \(krylov eigensolver, float64\) "
+                                          r"needs \d+\.\d\d GiB but only \d+\.\d\d GiB"):
+        KernelPCA(5, eigen_solver="krylov", random_state=0, n_threads=2).fit(X)
+    monkeypatch.setattr(_base, "available_memory_bytes", lambda: krylov)
+    KernelPCA(5, eigen_solver="krylov", random_state=0, n_threads=2).fit(X)
+
+
+def test_large_dense_solve_warns_with_its_expected_time(monkeypatch, blobs):
+    monkeypatch.setattr(kpca, "_DENSE_WARN_SAMPLES", 1000)
+    with pytest.warns(RuntimeWarning, match=r"about \d+ min here .* cannot be interrupted"):
+        KernelPCA(5, gamma=0.05, eigen_solver="dense").fit(blobs)

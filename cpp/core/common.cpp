@@ -10,9 +10,13 @@ std::atomic<InterruptChecker> g_interrupt_checker{nullptr};
 
 void set_interrupt_checker(InterruptChecker checker) { g_interrupt_checker.store(checker); }
 
-void throw_if_interrupted() {
+bool interrupt_pending() {
   InterruptChecker checker = g_interrupt_checker.load();
-  if (checker != nullptr && checker()) throw interrupted_error();
+  return checker != nullptr && checker();
+}
+
+void throw_if_interrupted() {
+  if (interrupt_pending()) throw interrupted_error();
 }
 
 bool have_openmp() {

@@ -34,8 +34,10 @@ struct interrupted_error : std::runtime_error {
 // The core itself never touches Python; without a checker nothing is ever interrupted.
 using InterruptChecker = bool (*)();
 void set_interrupt_checker(InterruptChecker checker);
-// Throws interrupted_error when a checker is installed and reports a pending interrupt.
-// Call only from the thread that entered the core, outside OpenMP regions.
+// Whether a checker is installed and reports a pending interrupt. Call only from the thread that entered
+// the core (outside OpenMP regions, or as thread 0 of a region it started).
+bool interrupt_pending();
+// Throws interrupted_error when interrupt_pending(); outside OpenMP regions only.
 void throw_if_interrupted();
 
 inline void require(bool condition, const std::string& message) {

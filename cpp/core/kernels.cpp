@@ -4,7 +4,13 @@
 #include "core/vector_math.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace rkm {
@@ -17,6 +23,18 @@ KernelType parse_kernel(const std::string& name) {
   if (name == "cosine") return KernelType::cosine;
   if (name == "tanimoto") return KernelType::tanimoto;
   throw std::invalid_argument("kernel: unknown kernel '" + name + "'");
+}
+
+std::string kernel_name(KernelType type) {
+  switch (type) {
+    case KernelType::linear: return "linear";
+    case KernelType::polynomial: return "poly";
+    case KernelType::rbf: return "rbf";
+    case KernelType::laplacian: return "laplacian";
+    case KernelType::cosine: return "cosine";
+    case KernelType::tanimoto: return "tanimoto";
+  }
+  return "unknown";
 }
 
 namespace {
@@ -64,8 +82,9 @@ void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, cons
       break;
     }
     case KernelType::tanimoto: {
+      // Two all-zero fingerprints share no bit: similarity 0, as RDKit's TanimotoSimilarity.
       const Array denom = nx + ny - g;
-      v = (denom > 0.0).select(g / denom, 1.0);
+      v = (denom > 0.0).select(g / denom, 0.0);
       break;
     }
   }
@@ -75,20 +94,35 @@ void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, cons
 bool has_exact_self_value(KernelType type) { return type != KernelType::linear && type != KernelType::polynomial; }
 
 double exact_self_value(KernelType type, double squared_norm) {
-  return type == KernelType::cosine && squared_norm == 0.0 ? 0.0 : 1.0;
+  const bool zero_is_special = type == KernelType::cosine || type == KernelType::tanimoto;
+  return zero_is_special && squared_norm == 0.0 ? 0.0 : 1.0;
 }
 
-// Runs body(band, thread) for bands 0..n_bands-1 on the OpenMP threads, in waves between which the calling
-// thread checks for Ctrl-C (nothing may throw inside the parallel region, so the check sits outside it).
+// Runs body(band, thread) for bands 0..n_bands-1 on the OpenMP threads, each taking the next band when it
+// finishes one. Thread 0, the one that entered the core, checks for Ctrl-C before its bands (at most every
+// 50 ms: each check takes the GIL), so an interrupt waits for about one band; nothing may throw inside the
+// region, so the other threads only stop taking bands and the exception is raised after it.
 template <typename Body>
 void for_each_band(Index n_bands, int threads, const Body& body) {
-  const Index wave = 8 * static_cast<Index>(threads);
-  for (Index first = 0; first < n_bands; first += wave) {
-    throw_if_interrupted();
-    const Index last = std::min(first + wave, n_bands);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (Index k = first; k < last; ++k) body(k, static_cast<size_t>(thread_index()));
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kCheckInterval = std::chrono::milliseconds(50);
+  std::atomic<Index> next{0};
+  std::atomic<bool> interrupted{false};
+  Clock::time_point last_check = Clock::now();
+#pragma omp parallel num_threads(threads)
+  {
+    const int thread = thread_index();
+    for (;;) {
+      if (thread == 0 && Clock::now() - last_check >= kCheckInterval) {
+        last_check = Clock::now();
+        if (interrupt_pending()) interrupted = true;
+      }
+      const Index k = interrupted ? n_bands : next++;
+      if (k >= n_bands) break;
+      body(k, static_cast<size_t>(thread));
+    }
   }
+  if (interrupted) throw interrupted_error();
 }
 
 void l1_chunk(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, Index c_begin, MatrixRef<double> chunk) {
@@ -96,6 +130,31 @@ void l1_chunk(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, Index c_be
     for (Index c = 0; c < chunk.cols(); ++c) chunk(i, c) = (X.row(r0 + i) - Y.row(c_begin + c)).cwiseAbs().sum();
   }
 }
+
+// True when every value is finite and within T's range (NaN compares false).
+template <typename T>
+bool representable(const double* values, Index n) {
+  constexpr double kLargest = static_cast<double>(std::numeric_limits<T>::max());
+  bool ok = true;
+  for (Index i = 0; i < n; ++i) ok &= std::abs(values[i]) <= kLargest;
+  return ok;
+}
+
+bool is_integer(double value) { return std::floor(value) == value; }
+
+// What the bands found wrong with the kernel values; each thread sets its own inside the OpenMP region, and
+// the calling thread reports them after it (nothing may throw inside the region).
+struct ValueFlags {
+  bool non_finite = false;     // an entry is NaN, infinite or beyond the output dtype's range
+  bool negative_base = false;  // a polynomial base gamma x^T y + coef0 < 0 under a non-integer degree
+
+  // Records a segment with a non-finite value, and whether a negative polynomial base explains it.
+  void record(const KernelSpec& spec, const double* inner_products, Index n) {
+    non_finite = true;
+    if (spec.type != KernelType::polynomial || is_integer(spec.degree)) return;
+    for (Index i = 0; i < n; ++i) negative_base |= spec.gamma * inner_products[i] + spec.coef0 < 0.0;
+  }
+};
 
 // Transforms a chunk of inner products (rows r0.., columns c_begin..) into kernel values, writing the
 // lower part of the chunk and, for a symmetric matrix, its mirror in the upper triangle: element (i, j)
@@ -105,7 +164,7 @@ void l1_chunk(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, Index c_be
 template <typename T>
 void write_chunk(const KernelSpec& spec, const MatrixRef<double>& chunk, Index r0, Index c_begin,
                  const Vector<double>& nx, const Vector<double>& ny, bool symmetric, bool mirror,
-                 std::vector<double>& tile, MatrixRef<T> out) {
+                 std::vector<double>& tile, ValueFlags& flags, MatrixRef<T> out) {
   const Index rows = chunk.rows(), c_stop = c_begin + chunk.cols();
   tile.resize(static_cast<size_t>(rows * kTileColumns));
   for (Index c0 = c_begin; c0 < c_stop; c0 += kTileColumns) {
@@ -114,6 +173,7 @@ void write_chunk(const KernelSpec& spec, const MatrixRef<double>& chunk, Index r
       const Index r = r0 + i;
       double* t = tile.data() + i * w;
       transform_segment(spec, &chunk(i, c0 - c_begin), nx[r], ny.data() + c0, t, w);
+      if (!representable<T>(t, w)) flags.record(spec, &chunk(i, c0 - c_begin), w);
       if (symmetric && r >= c0 && r < c1 && has_exact_self_value(spec.type))
         t[r - c0] = exact_self_value(spec.type, nx[r]);
       const Index c_end = symmetric ? std::min(c1, r + 1) : c1;
@@ -179,6 +239,45 @@ void laplacian_gradient(const DoubleMatrix& X, const DoubleMatrix& Y, const Doub
   }
 }
 
+std::string shortest(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+template <typename T>
+std::string dtype_name() {
+  return sizeof(T) == sizeof(float) ? "float32" : "float64";
+}
+
+template <typename T>
+std::string overflow_message(const KernelSpec& spec, const std::string& what) {
+  std::string message = "X: the " + kernel_name(spec.type) + " " + what + " overflows " + dtype_name<T>() +
+                        " (some entries are infinite or NaN); scale the inputs down";
+  if (sizeof(T) == sizeof(float)) message += " or use float64";
+  return message;
+}
+
+// A kernel matrix with NaN or infinite entries is an error, not a result: it names the cause.
+template <typename T>
+void report_value_flags(const KernelSpec& spec, const std::vector<ValueFlags>& flags) {
+  const auto any = [&flags](bool ValueFlags::*flag) {
+    return std::any_of(flags.begin(), flags.end(), [flag](const ValueFlags& f) { return f.*flag; });
+  };
+  if (any(&ValueFlags::negative_base))
+    throw std::invalid_argument("degree: a non-integer degree (" + shortest(spec.degree) +
+                                ") needs gamma x^T y + coef0 >= 0, but some pairs of samples give a negative "
+                                "base; use an integer degree or a larger coef0");
+  if (any(&ValueFlags::non_finite)) throw std::invalid_argument(overflow_message<T>(spec, "kernel"));
+}
+
+// G <- Gd in T, refusing gradients that overflowed (or do not fit T).
+template <typename T>
+void store_gradient(const KernelSpec& spec, const DoubleMatrix& Gd, MatrixRef<T> G) {
+  G = Gd.template cast<T>();
+  if (!G.allFinite()) throw std::invalid_argument(overflow_message<T>(spec, "kernel gradient"));
+}
+
 }  // namespace
 
 template <typename T>
@@ -188,6 +287,8 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   const Index n_x = X.rows(), n_y = symmetric ? n_x : Y->rows();
   require(symmetric || Y->cols() == X.cols(), "Y: must have as many features as X");
   require(out.rows() == n_x && out.cols() == n_y, "out: has the wrong shape");
+  require(X.allFinite(), "X: contains NaN or infinity");
+  require(symmetric || Y->allFinite(), "Y: contains NaN or infinity");
   if (n_x == 0 || n_y == 0) return;
   ThreadGuard guard(n_threads);
 
@@ -213,6 +314,7 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   std::vector<DoubleMatrix> scratches(static_cast<size_t>(guard.threads()),
                                       DoubleMatrix(std::min(band_rows, n_x), std::min(chunk_columns, n_y)));
   std::vector<std::vector<double>> tiles(scratches.size());
+  std::vector<ValueFlags> flags(scratches.size());
   for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
     const Index r0 = k * band_rows, rows = std::min(band_rows, n_x - r0);
     const Index cols = symmetric ? r0 + rows : n_y;
@@ -225,9 +327,10 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
         blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.middleRows(c0, w), chunk,
                            1.0, 0.0);
       }
-      write_chunk<T>(spec, chunk, r0, c0, nx, ny, symmetric, !lower_only, tiles[tid], out);
+      write_chunk<T>(spec, chunk, r0, c0, nx, ny, symmetric, !lower_only, tiles[tid], flags[tid], out);
     }
   });
+  report_value_flags<T>(spec, flags);
 }
 
 template <typename T>
@@ -237,6 +340,9 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
   require(Y.cols() == d, "Y: must have as many features as X");
   require(W.rows() == n && W.cols() == m, "W: must have shape (n_samples_X, n_samples_Y)");
   require(G.rows() == n && G.cols() == d, "G: has the wrong shape");
+  require(X.allFinite(), "X: contains NaN or infinity");
+  require(Y.allFinite(), "Y: contains NaN or infinity");
+  require(W.allFinite(), "W: contains NaN or infinity");
   if (n == 0 || d == 0) return;
   ThreadGuard guard(n_threads);
   // rbf depends on x - y only, so both sets shift by the mean of X (as in kernel_matrix_into).
@@ -247,7 +353,7 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
   DoubleMatrix Gd(n, d);
   if (spec.type == KernelType::laplacian) {
     laplacian_gradient(Xd, Yd, Wd, spec.gamma, Gd);
-    G = Gd.template cast<T>();
+    store_gradient<T>(spec, Gd, G);
     return;
   }
   const Vector<double> nx = Xd.rowwise().squaredNorm(), ny = Yd.rowwise().squaredNorm();
@@ -266,7 +372,7 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
     blas::gemm<double>(blas::Op::none, blas::Op::none, band, Yd, out, 1.0, 0.0);
     out += x_weights.asDiagonal() * Xd.middleRows(r0, rows);
   });
-  G = Gd.template cast<T>();
+  store_gradient<T>(spec, Gd, G);
 }
 
 template void kernel_gradient_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>&,

@@ -60,16 +60,20 @@ def available_memory_bytes():
         return None
 
 
-def check_fits_in_memory(shape, dtype, name):
-    """Raise MemoryError before allocating an array that cannot fit in available memory."""
-    needed = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+def check_memory(needed, name, what, advice="use fewer samples or float32"):
+    """Raise MemoryError naming `what` when `needed` bytes exceed the memory the OS can still hand out."""
     available = available_memory_bytes()
     if available is not None and needed > available:
         raise MemoryError(
-            f"{name}: a {' x '.join(map(str, shape))} {np.dtype(dtype).name} matrix needs "
-            f"{needed / 2**30:.1f} GiB but only {available / 2**30:.1f} GiB of memory is available; "
-            "use fewer samples or float32"
+            f"{name}: {what} needs {needed / 2**30:.2f} GiB but only {available / 2**30:.2f} GiB of memory is "
+            f"available; {advice}"
         )
+
+
+def check_fits_in_memory(shape, dtype, name):
+    """Raise MemoryError before allocating an array that cannot fit in available memory."""
+    needed = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+    check_memory(needed, name, f"a {' x '.join(map(str, shape))} {np.dtype(dtype).name} matrix")
 
 
 def thread_count(n_threads):

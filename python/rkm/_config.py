@@ -6,11 +6,13 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 from rkm import _core
+from rkm._openmp import wait_policy
 
 
 def config():
     """The configuration as a dict: core build facts plus the Python side."""
     info = dict(_core.config())
+    info["omp_wait_policy"] = wait_policy()
     info["python"] = platform.python_version()
     info["numpy"] = np.__version__
     info["blas_libraries"] = [

@@ -1,6 +1,7 @@
 """Kernel functions and kernel matrices.
 
-Canonical parameters follow scikit-learn: ``rbf`` is exp(-gamma ||x - y||^2), ``laplacian`` is
+Kernels by name: "linear", "poly" (alias "polynomial"), "rbf" (alias "gaussian"), "laplacian", "cosine" and
+"tanimoto". Canonical parameters follow scikit-learn: ``rbf`` is exp(-gamma ||x - y||^2), ``laplacian`` is
 exp(-gamma ||x - y||_1), ``poly`` is (gamma x^T y + coef0)^degree; ``gamma=None`` means 1 / n_features.
 The papers write the Gaussian bandwidth differently; :meth:`RBF.from_sigma` maps each convention:
 
@@ -37,7 +38,10 @@ def canonical_kernel_name(kernel):
         raise ValueError(f"kernel: must be a string or an rkm.kernels.Kernel, got {kernel!r}")
     name = _ALIASES.get(kernel, kernel)
     if name not in KERNEL_NAMES:
-        raise ValueError(f"kernel: unknown kernel {kernel!r}; choose one of {', '.join(KERNEL_NAMES)}")
+        aliases = ", ".join(f"{alias} = {name}" for alias, name in _ALIASES.items())
+        raise ValueError(
+            f"kernel: unknown kernel {kernel!r}; choose one of {', '.join(KERNEL_NAMES)} (aliases: {aliases})"
+        )
     return name
 
 
@@ -88,7 +92,8 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     X : array-like of shape (n_samples_X, n_features)
     Y : array-like of shape (n_samples_Y, n_features), default=None
     kernel : {"linear", "poly", "rbf", "laplacian", "cosine", "tanimoto"} or Kernel, default="rbf"
-        A :class:`Kernel` instance brings its own parameters (gamma, degree, coef0 are then ignored).
+        Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted. A :class:`Kernel` instance brings
+        its own parameters (gamma, degree, coef0 are then ignored).
     gamma : float, default=None
         Canonical bandwidth (see the module docstring); None means 1 / n_features.
     degree, coef0 : float
@@ -104,6 +109,12 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     -------
     K : ndarray of shape (n_samples_X, n_samples_Y)
         float32 when the inputs are float32, float64 otherwise.
+
+    Raises
+    ------
+    ValueError
+        For invalid parameters or non-finite inputs, and when the kernel itself is not finite: entries that
+        overflow the dtype, or a poly kernel with a non-integer degree where some gamma x^T y + coef0 < 0.
     """
     if isinstance(kernel, Kernel):
         return kernel(X, Y, n_threads=n_threads)
@@ -212,6 +223,10 @@ class Cosine(Kernel):
 
 @dataclass(frozen=True)
 class Tanimoto(Kernel):
-    """k(x, y) = x^T y / (||x||^2 + ||y||^2 - x^T y), for binary or count fingerprints; 1 for two zero vectors."""
+    """k(x, y) = x^T y / (||x||^2 + ||y||^2 - x^T y), for binary or count fingerprints.
+
+    Two all-zero fingerprints have similarity 0, as RDKit's ``TanimotoSimilarity`` (they share no bit), so
+    k(0, 0) = 0 and an empty fingerprint is orthogonal to everything in feature space.
+    """
 
     name = "tanimoto"

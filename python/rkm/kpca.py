@@ -1,11 +1,14 @@
 """Kernel PCA as a restricted kernel machine (Suykens 2017 section 3.4; Constr-DRKM section 4)."""
 
+import functools
 import numbers
+import os
+import time
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -13,7 +16,7 @@ from rkm import _core
 from rkm._base import (
     FLOAT_DTYPES,
     blas_threads,
-    check_fits_in_memory,
+    check_memory,
     check_n_threads,
     check_positive,
     thread_count,
@@ -26,6 +29,13 @@ _SCALINGS = ("hidden", "score", "sklearn")
 _PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
 # Below this many samples a full LAPACK decomposition is as fast as the Krylov solver.
 _DENSE_MAX_SAMPLES = 200
+# Beyond this many samples an explicitly requested dense solve warns with its expected time: LAPACK runs for
+# minutes and cannot be interrupted.
+_DENSE_WARN_SAMPLES = 8000
+# Allowance for the interpreter's and NumPy's transient allocations during a fit, beyond the arrays counted.
+_MEMORY_SLACK_BYTES = 128 * 2**20
+# Bytes of each kernel-build thread's buffers (the core's kBandBytes chunk and its tiles).
+_KERNEL_BUILD_THREAD_BYTES = 5 * 2**20
 
 
 def _numerically_positive(eigenvalues, dtype):
@@ -37,6 +47,112 @@ def _numerically_positive(eigenvalues, dtype):
     ratio = 1e-12 if dtype == np.float64 else 2e-7
     largest = eigenvalues.max(initial=0.0)
     return np.where(eigenvalues > largest * ratio, eigenvalues, 0.0)
+
+
+def _check_symmetric(K):
+    """Raise unless the square K is symmetric to rounding; return max |K|.
+
+    The Krylov solver reads one triangle and the centring the whole matrix, so an asymmetric Gram matrix
+    would be decomposed inconsistently. Walked in blocks of rows so no second N x N array is made.
+    """
+    scale = asymmetry = 0.0
+    for start in range(0, K.shape[0], 1024):
+        rows = K[start : start + 1024]
+        scale = max(scale, float(np.abs(rows).max()))
+        asymmetry = max(asymmetry, float(np.abs(rows - K[:, start : start + 1024].T).max()))
+    if asymmetry > np.sqrt(np.finfo(K.dtype).eps) * scale:
+        raise ValueError(
+            f"X: a precomputed kernel must be symmetric, but max |K - K^T| = {asymmetry:.3g} "
+            f"({asymmetry / scale:.2g} of max |K|); symmetrize it, e.g. (K + K.T) / 2"
+        )
+    return scale
+
+
+def _rounding_level(n_samples, scale, dtype):
+    """Worst-case spectral norm of the rounding error in an n x n kernel matrix whose entries are <= scale."""
+    return n_samples * np.finfo(dtype).eps * scale
+
+
+def _warn_if_below_precision(largest, rounding, dtype):
+    """Warn when the centred kernel's spectrum is no larger than the rounding of its entries."""
+    if largest > 10 * rounding:
+        return
+    advice = "use float64 input" if dtype == np.float32 else "rescale the kernel (e.g. a larger gamma)"
+    warnings.warn(
+        f"KernelPCA: the largest eigenvalue of the centred kernel ({largest:.3g}) is within a factor 10 of the "
+        f"{np.dtype(dtype).name} rounding error of the kernel matrix ({rounding:.3g}): the kernel barely varies "
+        f"across the data (a very small gamma?) and its components are mostly rounding; {advice}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _check_positive_spectrum(w, rounding, dtype):
+    """Reject an indefinite kernel as scikit-learn does; zero small negative eigenvalues with a warning.
+
+    Negative eigenvalues below the matrix's rounding level are noise. Beyond it, one more negative than
+    1e-5 (float64) or 5e-3 (float32) of the largest eigenvalue raises, and smaller ones above 1e-10 / 1e-6
+    warn (scikit-learn's ``_check_psd_eigenvalues`` thresholds). Only the computed (top) eigenvalues are seen.
+    """
+    negative = w[w < 0]
+    worst = -negative.min(initial=0.0)
+    if worst <= rounding:
+        return
+    double = dtype == np.float64
+    largest = max(float(w.max(initial=0.0)), 0.0)
+    summary = f"{negative.size} of the {w.size} computed eigenvalues are negative, down to {-worst:.3g}"
+    if worst > (1e-5 if double else 5e-3) * largest:
+        raise ValueError(
+            f"X: the kernel matrix is not positive semi-definite: {summary} (largest {largest:.3g}); kernel PCA "
+            "needs a PSD kernel (check a precomputed Gram matrix, or the poly kernel's gamma and coef0)"
+        )
+    if worst > (1e-10 if double else 1e-6):
+        warnings.warn(
+            f"KernelPCA: {summary} ({worst / largest:.2g} of the largest); they are set to zero",
+            PositiveSpectrumWarning,
+            stacklevel=3,
+        )
+
+
+@functools.cache
+def _dense_seconds_per_cube(n_threads):
+    """Seconds per n^3 of LAPACK's full eigendecomposition here, timed once on a 600 x 600 matrix."""
+    n = 600
+    A = np.random.default_rng(0).standard_normal((n, n))
+    A += A.T
+    with blas_threads(thread_count(n_threads)):
+        start = time.perf_counter()
+        _core.eigh(A, n_threads)
+        return (time.perf_counter() - start) / n**3
+
+
+def _warn_slow_dense(n_samples, n_components, n_threads):
+    minutes = _dense_seconds_per_cube(n_threads) * n_samples**3 / 60
+    warnings.warn(
+        f"KernelPCA: eigen_solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
+        f"{minutes:.0f} min here (scaled from a 600-sample run), and LAPACK cannot be interrupted by Ctrl-C once "
+        f"it runs; eigen_solver='krylov' finds the {n_components} leading components far faster",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, n_threads):
+    """Peak bytes a fit allocates: the kernel matrix, the eigensolver's workspace and the kernel build's buffers.
+
+    The dense solver holds a copy of K, LAPACK syevd's 2 n^2 workspace and then two n^2 eigenvector arrays
+    (4 n^2 in all besides K); the Krylov solver holds a fixed number of n-vectors.
+    """
+    n, item = n_samples, np.dtype(dtype).itemsize
+    if solver == "dense":
+        solver_bytes = 4 * n * n * item
+    else:
+        block = krylov_block_size(n_components, n)
+        solver_bytes = (_core.krylov_workspace_columns(n_components, block) + block) * n * item
+    threads = thread_count(n_threads) or os.cpu_count() or 1
+    # Double copies of X (kernel build), per-thread band buffers, per-thread column sums (centring).
+    build_bytes = 2 * n * n_features * 8 + threads * (_KERNEL_BUILD_THREAD_BYTES + 8 * n)
+    return n * n * item + solver_bytes + build_bytes + _MEMORY_SLACK_BYTES
 
 
 def krylov_block_size(n_components, n_samples):
@@ -53,19 +169,46 @@ def krylov_block_size(n_components, n_samples):
     return min(n_samples, width)
 
 
+def _warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
+    tol = f"tol {tol:g}" if tol is not None else "the default tol"
+    if n_iter < max_iter:
+        advice = "use float64 or a larger tol" if dtype == np.float32 else "use a larger tol"
+        reason = (
+            f"stopped after {n_iter} block products: the relative residuals stagnated at up to "
+            f"{residuals.max():.2e}, the accuracy {np.dtype(dtype).name} can reach here, above {tol}; {advice}"
+        )
+    else:
+        reason = (
+            f"reached max_iter = {max_iter} block products with relative residuals up to {residuals.max():.2e} "
+            f"({tol}); increase max_iter"
+        )
+    warnings.warn(f"KernelPCA: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=4)
+
+
 class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel PCA in the restricted kernel machine (RKM) formulation.
 
     Training finds hidden features H (n_samples x s, orthonormal columns) with
-    (1/eta) K_c H = H Lambda (Suykens 2017 eq. 3.27), K_c the centred kernel matrix. A new point x is
-    encoded by e = (1/eta) sum_j h_j k_c(x_j, x) (eq. 3.28) and h = e / lambda (Constr-DRKM eq. 4);
-    on the training points h equals the rows of H.
+    (1/eta) K_c H = H Lambda, K_c the centred kernel matrix: the centred problem of Suykens 2017
+    eq. 2.16, written in the RKM form of eq. 3.27 (eqs. 3.24-3.28 state it for the uncentred K; centring
+    comes from the bias term). A new point x is encoded by e = (1/eta) sum_j h_j k_c(x_j, x) (eq. 3.28)
+    and h = e / lambda (Constr-DRKM eq. 4); on the training points h equals the rows of H. A component
+    with lambda = 0 carries no information about a point (h = e / lambda is undefined): ``transform``
+    and ``fit_transform`` both give 0 there.
+
+    The kernel must be positive semi-definite. As scikit-learn's KernelPCA, a fit raises ValueError when a
+    computed eigenvalue is negative beyond rounding and beyond 1e-5 (float64) or 5e-3 (float32) of the
+    largest one, and sets smaller negative ones to zero with a ``PositiveSpectrumWarning``. A precomputed
+    Gram matrix must be symmetric to rounding. A kernel that comes out NaN or infinite (overflowing inputs,
+    a non-integer polynomial degree on a negative base) raises ValueError, and a kernel whose spread is
+    below the rounding of its dtype (a tiny gamma in float32) warns.
 
     Parameters
     ----------
     n_components : int, default=None
         Number of components s. None keeps every component with a positive eigenvalue.
     kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel
+        Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted.
         "rbf" is exp(-gamma ||x - y||^2) as in scikit-learn; see :mod:`rkm.kernels` for the papers'
         sigma conventions. "precomputed" takes a symmetric Gram matrix in ``fit`` (the Krylov solver
         reads its lower triangle only) and kernel rows k(x*, X_train) in ``transform``.
@@ -79,14 +222,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Centre the kernel matrix (feature-space mean removal, Suykens eq. 2.16).
     eigen_solver : {"auto", "dense", "krylov"}, default="auto"
         "dense": LAPACK on the whole matrix; "krylov": restarted block Krylov for the top s pairs;
-        "auto": dense for at most 200 samples or when s exceeds a fifth of them.
+        "auto": dense for at most 200 samples or when s exceeds a fifth of them. A dense solve of more
+        than 8000 samples asked for explicitly warns with its expected time: LAPACK cannot be
+        interrupted once it runs.
     n_threads : int, default=None
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
     random_state : int, RandomState or None
         Seeds the Krylov starting block.
     tol : float, default=None
         Relative residual ||K v - mu v|| / mu_max at which the Krylov solver stops (None: 1e-10 in
-        float64, 1e-4 in float32).
+        float64, 1e-4 in float32). Below the attainable accuracy (about eps sqrt(n_samples)) the solver
+        stops when the residuals stagnate and warns.
     max_iter : int, default=None
         Most block products of the Krylov solver (None: 100 + 10 s / b for blocks of b columns).
     scaling : {"hidden", "score", "sklearn"}, default="hidden"
@@ -209,12 +355,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     # ------------------------------------------------------------------ fitting
 
     def _training_kernel(self, X, lower_only):
+        """The training kernel matrix and a bound on its entries (max |K|; for a PSD kernel, its diagonal's)."""
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         if name == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
-            return X.copy(order="C") if self.center else X
-        return kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
+            scale = _check_symmetric(X)
+            return (X.copy(order="C") if self.center else X), scale
+        K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
+        return K, float(np.abs(np.diagonal(K)).max())
 
     def _resolve_solver(self, n_samples, n_components):
         if self.eigen_solver != "auto":
@@ -232,19 +381,16 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         rng = check_random_state(self.random_state)
         block = krylov_block_size(n_components, K.shape[0])
         start = rng.standard_normal((K.shape[0], block)).astype(K.dtype)
+        max_iter = self.max_iter or _core.default_max_iter(n_components, block)
         # Thin blocks are multiplied by the core's own OpenMP kernel: BLAS then only does small products and
         # runs single-threaded, so that its idle threads do not spin against the OpenMP ones.
         blas = 1 if block <= _core.THIN_BLOCK_COLUMNS else thread_count(self.n_threads)
         with blas_threads(blas):
             w, V, residuals, n_iter, converged = _core.top_eigsh(
-                K, n_components, start, self.tol, self.max_iter, self.n_threads
+                K, n_components, start, self.tol, max_iter, self.n_threads
             )
         if not converged:
-            warnings.warn(
-                f"KernelPCA: the Krylov eigensolver stopped after {n_iter} block products with relative "
-                f"residuals up to {residuals.max():.2e} (tol {self.tol or 'default'}); increase max_iter",
-                ConvergenceWarning,
-            )
+            _warn_not_converged(residuals, n_iter, max_iter, self.tol, K.dtype)
         return solver, w, V, residuals, n_iter
 
     def fit(self, X, y=None):
@@ -264,17 +410,27 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self._validate_params(n_samples)
         if self.center and n_samples == 1:
             raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
-        check_fits_in_memory((n_samples, n_samples), X.dtype, "X")
         name, self.gamma_, _, _ = self._kernel_spec(X.shape[1])
         n_wanted = self.n_components or n_samples
         solver = self._resolve_solver(n_samples, n_wanted)
+        n_features = 0 if name == "precomputed" else X.shape[1]
+        check_memory(
+            _fit_memory_bytes(n_samples, n_features, n_wanted, X.dtype, solver, self.n_threads),
+            "X",
+            f"a kernel PCA fit of {n_samples} samples ({solver} eigensolver, {X.dtype.name})",
+        )
+        if solver == "dense" and n_samples > _DENSE_WARN_SAMPLES:
+            _warn_slow_dense(n_samples, n_wanted, self.n_threads)
         # The Krylov solver reads the lower triangle only, so the kernel and its centring skip the other.
         lower_only = solver == "krylov"
-        K = self._training_kernel(X, lower_only)
+        K, scale = self._training_kernel(X, lower_only)
         if self.center:
             self.column_means_, self.grand_mean_ = _core.center_kernel(K, self.n_threads, lower_only)
         self.eigen_solver_, w, V, self.eigen_residuals_, self.n_iter_ = self._eigenpairs(K, n_wanted, solver)
         del K
+        rounding = _rounding_level(n_samples, scale, X.dtype)
+        _warn_if_below_precision(float(w.max()), rounding, X.dtype)
+        _check_positive_spectrum(w, rounding, X.dtype)
         eigenvalues = _numerically_positive(w, X.dtype) / self.eta
         if self.n_components is None:
             keep = eigenvalues > 0
@@ -352,9 +508,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return self._hidden_to_output(self._hidden(X))
 
     def fit_transform(self, X, y=None):
-        """Fit and return the training projections (the hidden features H, scaled per ``scaling``)."""
+        """Fit and return the training projections (the hidden features H, scaled per ``scaling``).
+
+        Equal to ``fit(X).transform(X)``: components with lambda = 0 give 0, as in ``transform``.
+        """
         self.fit(X)
-        return self._hidden_to_output(self.H_)
+        return self._hidden_to_output(self.H_ * (self.eigenvalues_ > 0))
 
     # ------------------------------------------------------------------ pre-images
 
