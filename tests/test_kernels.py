@@ -191,3 +191,21 @@ def test_kernel_gradient_validates_and_converts(rng):
         kernel_gradient(X, Y[:, :2], W)
     with pytest.raises(ValueError, match="gamma"):
         kernel_gradient(X, Y, W, gamma=-1.0)
+
+
+def test_cosine_of_large_vectors_whose_norm_product_overflows(rng):
+    X = np.array([[1e100, 2e100], [3e100, 1e100]])
+    expected = reference.kernel_matrix(X, X, kernel="cosine")
+    np.testing.assert_allclose(kernel_matrix(X, X.copy(), kernel="cosine"), expected, rtol=1e-12)
+    assert abs(expected[0, 1] - 5 / np.sqrt(50)) < 1e-12
+
+
+def test_poly_gradient_edge_cases(rng):
+    from rkm.kernels import kernel_gradient
+
+    X = 3 * rng.normal(size=(8, 3))  # some gamma x^T y + 1 < 0
+    with pytest.raises(ValueError, match="degree: a non-integer degree"):
+        kernel_gradient(X, X, np.ones((8, 8)), kernel="poly", degree=2.5)
+    # degree 0: a constant kernel, whose gradient is 0 even where gamma x^T y + coef0 = 0
+    G = kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0.0, coef0=0.0)
+    np.testing.assert_array_equal(G, np.zeros((2, 2)))

@@ -1,10 +1,17 @@
 """Check the NumPy reference implementations against third-party code."""
 
+import json
+import os
+import signal
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.preprocessing import KernelCenterer
+from threadpoolctl import threadpool_info
 
 from rkm import reference
 
@@ -96,7 +103,7 @@ def _tanimoto_loop(X, Y):
         for j, y in enumerate(Y):
             dot = float(np.dot(x, y))
             denom = float(np.dot(x, x) + np.dot(y, y)) - dot
-            K[i, j] = 1.0 if denom == 0.0 else dot / denom
+            K[i, j] = 0.0 if denom == 0.0 else dot / denom
     return K
 
 
@@ -116,9 +123,12 @@ def test_tanimoto_matches_double_loop(fingerprint, dtype):
 
 
 def test_tanimoto_zero_vectors():
+    # Two empty fingerprints share no bit: similarity 0 (RDKit's convention), also on the diagonal.
     X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 1.0]])
     K = reference.kernel_matrix(X, kernel="tanimoto")
-    np.testing.assert_array_equal(K, [[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(K, [[0.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(reference.kernel_matrix(X, X.copy(), kernel="tanimoto"), K)
+    np.testing.assert_array_equal(K, _tanimoto_loop(X, X))
 
 
 def test_cosine_zero_rows_give_zero():
@@ -291,3 +301,442 @@ def test_top_eigsh_operator_equals_top_eigsh(dtype):
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     assert result[3:] == expected[3:]
+
+
+# --------------------------------------------------------------------------
+# row blocks
+# --------------------------------------------------------------------------
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks and mirrored tiles of at most 7 rows: small inputs take several, and a partial last one."""
+    monkeypatch.setattr(reference, "_MAX_BLOCK_ROWS", 7)
+    monkeypatch.setattr(reference, "_MIRROR_TILE", 7)
+    assert len(reference._row_blocks(30, 8 * 30)) == 5
+
+
+def _direct_kernel(kernel, X, Y, gamma):
+    if kernel == "tanimoto":
+        return _tanimoto_loop(X, Y)
+    params = dict(gamma=gamma) if kernel in ("poly", "rbf", "laplacian") else {}
+    return pairwise_kernels(X, Y, metric=kernel, **params)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_y", [None, 11])
+@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+def test_kernel_matrix_in_several_blocks(small_blocks, kernel, n_y, dtype):
+    X, Y = _data(30, n_y, 4, dtype, seed=11)
+    K = reference.kernel_matrix(X, Y, kernel=kernel, gamma=0.3)
+    expected = _direct_kernel(kernel, X.astype(float), X.astype(float) if Y is None else Y.astype(float), 0.3)
+    assert K.dtype == dtype
+    np.testing.assert_allclose(K, expected, **_tol(dtype))
+    if Y is None:
+        assert np.array_equal(K, K.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_in_several_blocks(small_blocks, dtype):
+    rng = _rng(12)
+    A, B = rng.normal(size=(30, 20)).astype(dtype), rng.normal(size=(20, 3)).astype(dtype)
+    T = rng.normal(size=(30, 3)).astype(dtype)
+    S = _random_symmetric(30, seed=12, dtype=dtype)
+    lower = S.copy()
+    lower[np.triu_indices(30, 1)] = np.nan  # must not be read
+    A64, B64, T64, S64 = (M.astype(np.float64) for M in (A, B, T, S))
+    for got, want in [(reference.block_product(A, B), A64 @ B64),
+                      (reference.block_product(lower, T[:, :2], symmetric=True), S64 @ T64[:, :2]),
+                      (reference.transposed_product(A, T), A64.T @ T64)]:
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, **_tol(dtype))
+
+
+def test_centering_in_several_blocks(small_blocks):
+    X, Xt = _data(30, 9, 3, np.float64, seed=13)
+    K, K_rows = pairwise_kernels(X, metric="rbf", gamma=0.4), pairwise_kernels(Xt, X, metric="rbf", gamma=0.4)
+    centerer = KernelCenterer()
+    expected, expected_rows = centerer.fit_transform(K), centerer.transform(K_rows)
+    upper = np.triu_indices(30, 1)
+    full, lower = K.copy(), K.copy()
+    lower[upper] = np.nan  # neither read nor written
+
+    means, grand = reference.center_kernel(full)
+    means_lower, grand_lower = reference.center_kernel(lower, lower_only=True)
+    reference.center_kernel_rows(K_rows, means, grand)
+
+    np.testing.assert_allclose(full, expected, atol=1e-12)
+    np.testing.assert_allclose(np.tril(lower), np.tril(expected), atol=1e-12)
+    assert np.all(np.isnan(lower[upper]))
+    np.testing.assert_allclose(means_lower, means, rtol=1e-14)
+    assert grand_lower == pytest.approx(grand, rel=1e-14)
+    np.testing.assert_allclose(K_rows, expected_rows, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+def test_kernel_gradient_in_several_blocks(monkeypatch, kernel):
+    rng = _rng(14)
+    X, Y, W = rng.normal(size=(30, 3)), rng.normal(size=(8, 3)), rng.normal(size=(30, 8))
+    whole = reference.kernel_gradient(X, Y, W, kernel, 0.3)
+    monkeypatch.setattr(reference, "_MAX_BLOCK_ROWS", 7)
+    np.testing.assert_allclose(reference.kernel_gradient(X, Y, W, kernel, 0.3), whole, rtol=1e-13, atol=1e-15)
+
+
+_LARGE_KERNEL_SCRIPT = """
+import json
+import numpy as np
+from rkm import reference
+
+X = np.random.default_rng(0).normal(size=(20000, 256)).astype(np.float32)
+gamma = 1.0 / 256
+# Two BLAS threads: the crash happens in the multi-threaded routine.
+K = reference.kernel_matrix(X, None, "rbf", gamma, n_threads=2)
+rng = np.random.default_rng(1)
+rows = np.concatenate([rng.integers(0, 20000, 200), [0, 19999, 12345]])
+cols = np.concatenate([rng.integers(0, 20000, 200), [19999, 0, 12345]])
+X64 = X.astype(np.float64)
+exact = np.exp(-gamma * np.sum((X64[rows] - X64[cols]) ** 2, axis=1))
+print(json.dumps({"shape": K.shape, "dtype": K.dtype.name,
+                  "error": float(np.max(np.abs(K[rows, cols] - exact) / exact)),
+                  "symmetric": bool(np.array_equal(K[rows, cols], K[cols, rows]))}))
+"""
+
+
+def _exit_description(result):
+    if result.returncode < 0:
+        cause = f"was killed by {signal.Signals(-result.returncode).name}"
+    else:
+        cause = f"exited with status {result.returncode}"
+    return f"the child process {cause}; stderr:\n{result.stderr[-3000:]}"
+
+
+def test_kernel_matrix_at_a_size_where_numpy_x_xt_crashes():
+    # NumPy sends X @ X.T to BLAS's SYRK, whose multi-threaded OpenBLAS version segfaulted on inputs of this
+    # shape (20000, 256), float32 too since the reference computes in float64. The reference works in row
+    # blocks instead; a child process turns a crash into a test failure.
+    result = subprocess.run([sys.executable, "-c", _LARGE_KERNEL_SCRIPT], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, _exit_description(result)
+    # An editable install may print its rebuild log before the result.
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["shape"] == [20000, 20000] and summary["dtype"] == "float32"
+    assert summary["error"] < 1e-6
+    assert summary["symmetric"]
+
+
+# --------------------------------------------------------------------------
+# the kernel rules: tanimoto of zero vectors (above), non-finite results
+# --------------------------------------------------------------------------
+
+def test_poly_non_integer_degree_needs_a_non_negative_base():
+    X = np.array([[1.0, 0.0], [-1.0, 2.0]])
+    W = np.ones((2, 2))
+    for call in (lambda: reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=2.5, coef0=0.0),
+                 lambda: reference.kernel_gradient(X, X, W, kernel="poly", gamma=1.0, degree=2.5, coef0=0.0)):
+        with pytest.raises(ValueError, match="^degree: a non-integer degree"):
+            call()
+    # An integer degree, even given as a float, takes any base; a non-negative base takes any degree.
+    np.testing.assert_allclose(reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=3.0, coef0=0.0),
+                               (X @ X.T) ** 3)
+    np.testing.assert_allclose(reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=2.5, coef0=1.0),
+                               (X @ X.T + 1.0) ** 2.5)
+
+
+@pytest.mark.filterwarnings("error")  # the overflow is reported by the error alone
+@pytest.mark.parametrize("cross", [False, True])
+@pytest.mark.parametrize("kernel, scale, dtype", [
+    ("linear", 1e160, np.float64),
+    ("poly", 1e100, np.float64),
+    ("rbf", 1e200, np.float64),
+    ("cosine", 1e200, np.float64),
+    ("tanimoto", 1e160, np.float64),
+    ("linear", 1e20, np.float32),
+    ("poly", 1e10, np.float32),
+])
+def test_overflowing_kernel_is_an_error(kernel, scale, dtype, cross):
+    X = (_data(6, None, 3, np.float64, seed=15)[0] * scale).astype(dtype)
+    dtype_name = np.dtype(dtype).name
+    with pytest.raises(ValueError, match=f"^X: the {kernel} kernel overflows {dtype_name}") as error:
+        reference.kernel_matrix(X, X.copy() if cross else None, kernel=kernel)
+    assert "scale the inputs down" in str(error.value)
+    if dtype == np.float32:
+        # The float64 result exists but does not fit float32.
+        assert str(error.value).endswith("or use float64")
+        assert np.all(np.isfinite(reference.kernel_matrix(X.astype(np.float64), kernel=kernel)))
+
+
+@pytest.mark.filterwarnings("error")
+def test_symmetric_rbf_with_overflowing_norms_is_an_error():
+    # Only the diagonal, whose value 1 is known, would come out NaN; the core reports that too.
+    X = np.array([[1e200, 0.0], [-1e200, 0.0]])
+    with pytest.raises(ValueError, match="^X: the rbf kernel overflows"):
+        reference.kernel_matrix(X, kernel="rbf")
+
+
+@pytest.mark.filterwarnings("error")
+def test_overflowing_kernel_gradient_is_an_error():
+    X = _data(6, None, 3, np.float64, seed=16)[0] * 1e100
+    with pytest.raises(ValueError, match="^X: the poly kernel gradient overflows float64"):
+        reference.kernel_gradient(X, X, np.ones((6, 6)), kernel="poly", gamma=1.0)
+    # (x^T y)^0.5 has an unbounded derivative where x^T y = 0.
+    with pytest.raises(ValueError, match="^X: the poly kernel gradient overflows float64"):
+        reference.kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0.5,
+                                  coef0=0.0)
+
+
+def test_constant_poly_kernel_has_zero_gradient():
+    # degree 0 makes the kernel 1 everywhere, also where the base x^T y vanishes.
+    G = reference.kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0,
+                                  coef0=0.0)
+    np.testing.assert_array_equal(G, 0.0)
+
+
+def test_large_finite_kernels_are_not_errors():
+    # Far from overflow: values near float32's limit and rbf distances so large that the kernel underflows.
+    X = np.array([[1e19, 0.0], [0.0, 1e19]], dtype=np.float32)
+    K = reference.kernel_matrix(X, kernel="linear")
+    assert K[0, 0] == np.float32(1e38) and K[0, 1] == 0
+    np.testing.assert_array_equal(reference.kernel_matrix(X.astype(float) * 1e100, kernel="rbf"), np.eye(2))
+
+
+# --------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------
+
+def _inputs():
+    rng = _rng(17)
+    X, Y = rng.normal(size=(6, 3)), rng.normal(size=(4, 3))
+    return dict(X=X, Y=Y, W=rng.normal(size=(6, 4)), A=_random_symmetric(6, seed=17), start=rng.normal(size=(6, 2)),
+                K=pairwise_kernels(X, metric="rbf"), K_rows=pairwise_kernels(Y, X, metric="rbf"))
+
+
+def _poisoned(A, value, index=(1, 0)):
+    A = np.array(A, dtype=np.float64)
+    A[index] = value
+    return A
+
+
+# (argument named in the error, call with that argument poisoned by the given value)
+NON_FINITE_CASES = {
+    "kernel_matrix-X": ("X", lambda d, v: reference.kernel_matrix(_poisoned(d["X"], v), d["Y"])),
+    "kernel_matrix-Y": ("Y", lambda d, v: reference.kernel_matrix(d["X"], _poisoned(d["Y"], v))),
+    "kernel_gradient-X": ("X", lambda d, v: reference.kernel_gradient(_poisoned(d["X"], v), d["Y"], d["W"])),
+    "kernel_gradient-Y": ("Y", lambda d, v: reference.kernel_gradient(d["X"], _poisoned(d["Y"], v), d["W"])),
+    "kernel_gradient-W": ("W", lambda d, v: reference.kernel_gradient(d["X"], d["Y"], _poisoned(d["W"], v))),
+    "center_kernel-K": ("K", lambda d, v: reference.center_kernel(_poisoned(d["K"], v))),
+    "center_kernel-lower-K": ("K", lambda d, v: reference.center_kernel(_poisoned(d["K"], v), lower_only=True)),
+    "center_kernel_rows-K_rows": (
+        "K_rows", lambda d, v: reference.center_kernel_rows(_poisoned(d["K_rows"], v), d["K"].mean(0), 0.5)),
+    "center_kernel_rows-column_means": (
+        "column_means",
+        lambda d, v: reference.center_kernel_rows(d["K_rows"], _poisoned(d["K"].mean(0), v, 1), 0.5)),
+    "center_kernel_rows-grand_mean": (
+        "grand_mean", lambda d, v: reference.center_kernel_rows(d["K_rows"], d["K"].mean(0), v)),
+    "eigh-A": ("A", lambda d, v: reference.eigh(_poisoned(d["A"], v))),
+    "top_eigsh-A": ("A", lambda d, v: reference.top_eigsh(_poisoned(d["A"], v), 2, d["start"])),
+    "top_eigsh-start": ("start", lambda d, v: reference.top_eigsh(d["A"], 2, _poisoned(d["start"], v))),
+    "top_eigsh_operator-start": (
+        "start", lambda d, v: reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, 2, _poisoned(d["start"], v))),
+    "top_eigsh_operator-matmat": (
+        "matmat", lambda d, v: reference.top_eigsh_operator(lambda B: _poisoned(d["A"], v), 6, 2, d["start"])),
+    "block_product-A": ("A", lambda d, v: reference.block_product(_poisoned(d["A"], v), d["start"])),
+    "block_product-lower-A": (
+        "A", lambda d, v: reference.block_product(_poisoned(d["A"], v), d["start"], symmetric=True)),
+    "block_product-X": ("X", lambda d, v: reference.block_product(d["A"], _poisoned(d["start"], v))),
+    "transposed_product-A": ("A", lambda d, v: reference.transposed_product(_poisoned(d["A"], v), d["start"])),
+    "transposed_product-B": ("B", lambda d, v: reference.transposed_product(d["A"], _poisoned(d["start"], v))),
+}
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("case", sorted(NON_FINITE_CASES))
+def test_non_finite_inputs_are_rejected(case, value):
+    name, call = NON_FINITE_CASES[case]
+    with pytest.raises(ValueError, match=f"^{name}: "):
+        call(_inputs(), value)
+
+
+def test_the_ignored_upper_triangle_may_hold_anything():
+    d = _inputs()
+    A, K = d["A"].copy(), d["K"].copy()
+    A[0, 1] = K[0, 1] = np.nan
+    np.testing.assert_allclose(reference.block_product(A, d["start"], symmetric=True), d["A"] @ d["start"])
+    reference.center_kernel(K, lower_only=True)
+    assert np.isnan(K[0, 1])
+
+
+@pytest.mark.parametrize("gamma", [0, -1.0, np.nan, np.inf, "0.5", True])
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_gamma_must_be_positive_and_finite(kernel, gamma):
+    d = _inputs()
+    with pytest.raises(ValueError, match="^gamma: must be a positive finite number"):
+        reference.kernel_matrix(d["X"], kernel=kernel, gamma=gamma)
+    with pytest.raises(ValueError, match="^gamma: "):
+        reference.kernel_gradient(d["X"], d["Y"], d["W"], kernel=kernel, gamma=gamma)
+
+
+@pytest.mark.parametrize("gamma", [np.nan, np.inf, "0.5", True])
+def test_poly_gamma_must_be_finite(gamma):
+    with pytest.raises(ValueError, match="^gamma: must be a finite number"):
+        reference.kernel_matrix(_inputs()["X"], kernel="poly", gamma=gamma)
+
+
+@pytest.mark.parametrize("gamma", [-0.5, 0.0])
+def test_poly_takes_any_finite_gamma(gamma):
+    X = _inputs()["X"]
+    np.testing.assert_allclose(reference.kernel_matrix(X, kernel="poly", gamma=gamma),
+                               pairwise_kernels(X, metric="poly", gamma=gamma, degree=3, coef0=1.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("argument, value", [
+    ("degree", -1), ("degree", np.nan), ("degree", np.inf), ("degree", "3"), ("degree", True), ("degree", None),
+    ("coef0", np.nan), ("coef0", -np.inf), ("coef0", "1"), ("coef0", None),
+])
+def test_poly_degree_and_coef0_are_validated(argument, value):
+    d = _inputs()
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        reference.kernel_matrix(d["X"], kernel="poly", **{argument: value})
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        reference.kernel_gradient(d["X"], d["Y"], d["W"], kernel="poly", **{argument: value})
+
+
+def test_other_kernels_ignore_poly_parameters():
+    # As in rkm.kernels: degree and coef0 only belong to the poly kernel, gamma not to linear.
+    X = _inputs()["X"]
+    K = reference.kernel_matrix(X, kernel="rbf", degree=-1, coef0=np.nan)
+    np.testing.assert_array_equal(K, reference.kernel_matrix(X, kernel="rbf"))
+    np.testing.assert_array_equal(reference.kernel_matrix(X, kernel="linear", gamma=-1), X @ X.T)
+
+
+@pytest.mark.parametrize("kernel", ["sigmoid", "RBF", 3, None])
+def test_unknown_kernels_are_rejected(kernel):
+    d = _inputs()
+    with pytest.raises(ValueError, match="^kernel: "):
+        reference.kernel_matrix(d["X"], kernel=kernel)
+    with pytest.raises(ValueError, match="^kernel: "):
+        reference.kernel_gradient(d["X"], d["Y"], d["W"], kernel=kernel)
+
+
+@pytest.mark.parametrize("alias, name", [("polynomial", "poly"), ("gaussian", "rbf")])
+def test_kernel_aliases(alias, name):
+    X = _inputs()["X"]
+    np.testing.assert_array_equal(reference.kernel_matrix(X, kernel=alias), reference.kernel_matrix(X, kernel=name))
+
+
+BAD_SHAPE_CASES = {
+    "X 1-D": ("X", lambda d: reference.kernel_matrix(np.ones(3))),
+    "X 3-D": ("X", lambda d: reference.kernel_matrix(np.ones((2, 2, 2)))),
+    "X no rows": ("X", lambda d: reference.kernel_matrix(np.ones((0, 3)))),
+    "X no features": ("X", lambda d: reference.kernel_matrix(np.ones((3, 0)))),
+    "X complex": ("X", lambda d: reference.kernel_matrix(d["X"] + 1j)),
+    "X strings": ("X", lambda d: reference.kernel_matrix(np.array([["a", "b"]]))),
+    "Y features": ("Y", lambda d: reference.kernel_matrix(d["X"], d["Y"][:, :2])),
+    "gradient Y features": ("Y", lambda d: reference.kernel_gradient(d["X"], d["Y"][:, :2], d["W"])),
+    "gradient W": ("W", lambda d: reference.kernel_gradient(d["X"], d["Y"], d["W"].T)),
+    "center K": ("K", lambda d: reference.center_kernel(d["K"][:, :5].copy())),
+    "center K 1-D": ("K", lambda d: reference.center_kernel(d["K"][0].copy())),
+    "center rows column_means": ("column_means", lambda d: reference.center_kernel_rows(d["K_rows"], np.ones(5), 0.0)),
+    "eigh A": ("A", lambda d: reference.eigh(d["W"])),
+    "top_eigsh A": ("A", lambda d: reference.top_eigsh(d["W"], 2, d["start"])),
+    "top_eigsh start rows": ("start", lambda d: reference.top_eigsh(d["A"], 2, d["start"][:5])),
+    "top_eigsh start 1-D": ("start", lambda d: reference.top_eigsh(d["A"], 2, d["start"][:, 0])),
+    "operator n": ("n", lambda d: reference.top_eigsh_operator(lambda B: B, 0, 1, d["start"])),
+    "operator matmat shape": ("matmat", lambda d: reference.top_eigsh_operator(lambda B: B[:, :1], 6, 2, d["start"])),
+    "operator matmat callable": ("matmat", lambda d: reference.top_eigsh_operator(d["A"], 6, 2, d["start"])),
+    "block_product X": ("X", lambda d: reference.block_product(d["A"], d["start"][:5])),
+    "block_product square": ("A", lambda d: reference.block_product(d["W"], d["W"].T, symmetric=True)),
+    "transposed_product B": ("B", lambda d: reference.transposed_product(d["A"], d["start"][:5])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SHAPE_CASES))
+def test_bad_shapes_and_dtypes_are_rejected(case):
+    name, call = BAD_SHAPE_CASES[case]
+    with pytest.raises(ValueError, match=f"^{name}: "):
+        call(_inputs())
+
+
+@pytest.mark.parametrize("function", ["center_kernel", "center_kernel_rows"])
+def test_in_place_routines_need_float_ndarrays(function):
+    d = _inputs()
+    args = {"center_kernel": (), "center_kernel_rows": (d["K"].mean(0), 0.5)}[function]
+    name = {"center_kernel": "K", "center_kernel_rows": "K_rows"}[function]
+    array = d["K"] if function == "center_kernel" else d["K_rows"]
+    for bad in (array.astype(int), array.tolist()):
+        with pytest.raises(TypeError, match=f"^{name}: "):
+            getattr(reference, function)(bad, *args)
+
+
+@pytest.mark.parametrize("argument, value", [
+    ("n_components", 0), ("n_components", 7), ("n_components", 2.0), ("n_components", True),
+    ("tol", 0.0), ("tol", -1e-3), ("tol", np.nan), ("max_iter", 0), ("max_iter", 1.5),
+])
+def test_top_eigsh_arguments_are_validated(argument, value):
+    d = _inputs()
+    args = dict(n_components=2, start=d["start"]) | {argument: value}
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        reference.top_eigsh(d["A"], **args)
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, **args)
+
+
+# Every public function, called with valid inputs and the given n_threads.
+THREADED_CALLS = {
+    "kernel_matrix": lambda d, t: reference.kernel_matrix(d["X"], n_threads=t),
+    "kernel_gradient": lambda d, t: reference.kernel_gradient(d["X"], d["Y"], d["W"], n_threads=t),
+    "center_kernel": lambda d, t: reference.center_kernel(d["K"], n_threads=t),
+    "center_kernel_rows": lambda d, t: reference.center_kernel_rows(d["K_rows"], d["K"].mean(0), 0.5, n_threads=t),
+    "eigh": lambda d, t: reference.eigh(d["A"], n_threads=t),
+    "top_eigsh": lambda d, t: reference.top_eigsh(d["A"], 2, d["start"], n_threads=t),
+    "top_eigsh_operator": lambda d, t: reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, 2, d["start"],
+                                                                    n_threads=t),
+    "block_product": lambda d, t: reference.block_product(d["A"], d["start"], n_threads=t),
+    "transposed_product": lambda d, t: reference.transposed_product(d["A"], d["start"], n_threads=t),
+}
+
+
+def test_every_public_function_takes_n_threads():
+    assert sorted(THREADED_CALLS) == sorted(reference.__all__)
+
+
+@pytest.mark.parametrize("n_threads", [0, 1.5, True, "2"])
+@pytest.mark.parametrize("function", sorted(THREADED_CALLS))
+def test_n_threads_is_validated(function, n_threads):
+    with pytest.raises(ValueError, match="^n_threads: "):
+        THREADED_CALLS[function](_inputs(), n_threads)
+
+
+@pytest.mark.parametrize("n_threads, expected", [(None, None), (1, 1), (3, 3), (-1, os.cpu_count()),
+                                                 (-10**6, 1)])
+@pytest.mark.parametrize("function", sorted(THREADED_CALLS))
+def test_n_threads_limits_the_blas_threads(monkeypatch, function, n_threads, expected):
+    calls = []
+    original = reference.threadpool_limits
+
+    def recording(limits=None, user_api=None):
+        calls.append((limits, user_api))
+        return original(limits=limits, user_api=user_api)
+
+    monkeypatch.setattr(reference, "threadpool_limits", recording)
+    THREADED_CALLS[function](_inputs(), n_threads)
+    if expected is None:
+        assert calls == []
+    else:
+        assert calls and all(call == (expected, "blas") for call in calls)
+
+
+def test_n_threads_holds_during_the_call_and_is_restored():
+    def blas_threads():
+        return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("threadpoolctl finds no BLAS library to limit")
+    d, seen = _inputs(), []
+
+    def matmat(B):
+        seen.append(blas_threads())
+        return d["A"] @ B
+
+    reference.top_eigsh_operator(matmat, 6, 2, d["start"], n_threads=1)
+    assert seen == [[1] * len(before)]
+    assert blas_threads() == before

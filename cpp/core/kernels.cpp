@@ -77,7 +77,7 @@ void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, cons
       vector_exp(v_ptr, v_ptr, n);
       break;
     case KernelType::cosine: {
-      const Array denom = (nx * ny).sqrt();
+      const Array denom = std::sqrt(nx) * ny.sqrt();  // not sqrt(nx ny), which overflows first
       v = (denom > 0.0).select(g / denom, 0.0);
       break;
     }
@@ -151,6 +151,11 @@ struct ValueFlags {
   // Records a segment with a non-finite value, and whether a negative polynomial base explains it.
   void record(const KernelSpec& spec, const double* inner_products, Index n) {
     non_finite = true;
+    check_bases(spec, inner_products, n);
+  }
+
+  // Whether some polynomial base gamma x^T y + coef0 is negative under a non-integer degree.
+  void check_bases(const KernelSpec& spec, const double* inner_products, Index n) {
     if (spec.type != KernelType::polynomial || is_integer(spec.degree)) return;
     for (Index i = 0; i < n; ++i) negative_base |= spec.gamma * inner_products[i] + spec.coef0 < 0.0;
   }
@@ -199,6 +204,10 @@ double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const dou
       g = w;
       return 0.0;
     case KernelType::polynomial:
+      if (s.degree == 0.0) {  // a constant kernel: (x^T y + coef0)^-1 would give 0 * inf at a zero base
+        g.setZero();
+        return 0.0;
+      }
       g = w * s.degree * s.gamma * (s.gamma * g + s.coef0).pow(s.degree - 1.0);
       return 0.0;
     case KernelType::rbf:  // A = 2 gamma k, B = -A
@@ -207,7 +216,7 @@ double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const dou
       g *= 2.0 * s.gamma * w;
       return -g.sum();
     case KernelType::cosine: {  // A = 1 / (|x| |y|), B = -x^T y A / |x|^2; zero vectors contribute nothing
-      const Array inverse = (nx * ny > 0.0).select((nx * ny).sqrt().inverse(), 0.0);
+      const Array inverse = (nx * ny > 0.0).select((std::sqrt(nx) * ny.sqrt()).inverse(), 0.0);
       const double x_weight = nx > 0.0 ? -(w * g * inverse).sum() / nx : 0.0;
       g = w * inverse;
       return x_weight;
@@ -361,17 +370,21 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
   const Index n_bands = (n + band_rows - 1) / band_rows;
   // Single-threaded GEMMs on each of the core's threads, as for kernel matrices.
   std::vector<DoubleMatrix> coefficients(static_cast<size_t>(guard.threads()), DoubleMatrix(std::min(band_rows, n), m));
+  std::vector<ValueFlags> flags(coefficients.size());
   for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
     const Index r0 = k * band_rows, rows = std::min(band_rows, n - r0);
     MatrixRef<double> band = coefficients[tid].topRows(rows);
     blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Yd, band, 1.0, 0.0);
     Eigen::VectorXd x_weights(rows);
-    for (Index i = 0; i < rows; ++i)
+    for (Index i = 0; i < rows; ++i) {
+      flags[tid].check_bases(spec, &band(i, 0), m);
       x_weights[i] = gradient_segment(spec, &band(i, 0), nx[r0 + i], ny.data(), &Wd(r0 + i, 0), m);
+    }
     MatrixRef<double> out = Gd.middleRows(r0, rows);
     blas::gemm<double>(blas::Op::none, blas::Op::none, band, Yd, out, 1.0, 0.0);
     out += x_weights.asDiagonal() * Xd.middleRows(r0, rows);
   });
+  report_value_flags<T>(spec, flags);
   store_gradient<T>(spec, Gd, G);
 }
 
