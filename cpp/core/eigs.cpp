@@ -123,8 +123,9 @@ bool orthonormalize_columns(MatrixRef<T> Z, int n_threads) {
   return true;
 }
 
-// Removes from Z its components in span(Q). Returns whether some column lost more than half its norm:
-// its remaining part then carries the rounding errors of what was removed, and needs another projection.
+// Removes from Z its components in span(Q). Returns whether some column lost more than 1 - 1/sqrt(2) of
+// its norm (the criterion of Daniel, Gragg, Kaufman and Stewart): its remaining part then carries the
+// rounding errors of what was removed, relatively amplified, and needs another projection.
 template <typename T>
 bool project_out(const ConstMatrixRef<T>& Q, MatrixRef<T> Z, int n_threads) {
   const Eigen::VectorXd before = column_norms<T>(Z);
@@ -132,25 +133,28 @@ bool project_out(const ConstMatrixRef<T>& Q, MatrixRef<T> Z, int n_threads) {
   transposed_product<T>(Q, Z, C, n_threads);
   block_product<T>(Q, C, QC, n_threads);
   Z -= QC;
-  return (column_norms<T>(Z).array() < 0.5 * before.array()).any();
+  return (column_norms<T>(Z).array() < std::sqrt(0.5) * before.array()).any();
 }
 
 // Makes Z orthonormal and orthogonal to the orthonormal columns of Q by block Gram-Schmidt with
-// re-orthogonalization. The projection always runs twice: the second removes what rounding left of span(Q)
-// after the first (the classical "twice is enough"), which a skipped second pass once let accumulate until
-// the basis collapsed. It runs again while a projection still cancels more than half of some column (the
-// column was mostly rounding noise, which normalizing has just amplified) or Householder QR brought in new
-// directions. A block that keeps cancelling lies numerically in span(Q): it is replaced by seeded
-// pseudo-random directions, which cannot, as the basis is much smaller than n.
+// re-orthogonalization. The projection runs again while the last one cancelled a large part of some column
+// (the column was mostly rounding noise, which normalizing has just amplified) or Householder QR brought
+// in new directions. It always runs at least twice (`twice`) in float32, whose projection coefficients,
+// summed over n terms in float, leave about eps sqrt(n) of span(Q) behind (a skipped second pass once let
+// that accumulate until the basis collapsed), and for residual blocks far smaller than A, whose rounding
+// from span(Q) is large relative to them. A block that keeps cancelling lies numerically in span(Q): it
+// is replaced by seeded pseudo-random directions, which cannot, as the basis is much smaller than n.
 template <typename T>
-void orthonormalize_block(const ConstMatrixRef<T>& Q, MatrixRef<T> Z, int n_threads, std::uint64_t seed) {
+void orthonormalize_block(const ConstMatrixRef<T>& Q, MatrixRef<T> Z, int n_threads, std::uint64_t seed,
+                          bool twice) {
   constexpr int kMaxRounds = 4, kMaxAttempts = 3;
+  twice = twice || std::is_same_v<T, float>;
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     bool another_round = true;
     for (int round = 0; round < kMaxRounds && another_round; ++round) {
       const bool cancelled = Q.cols() > 0 && project_out<T>(Q, Z, n_threads);
       const bool new_directions = orthonormalize_columns<T>(Z, n_threads);
-      another_round = Q.cols() > 0 && (round == 0 || cancelled || new_directions);
+      another_round = Q.cols() > 0 && ((twice && round == 0) || cancelled || new_directions);
     }
     if (!another_round) return;
     fill_random<T>(Z, seed * kMaxAttempts + static_cast<std::uint64_t>(attempt));
@@ -217,10 +221,12 @@ class SearchSpace {
   int products() const { return products_; }
 
   // Appends Z, orthonormalized against the basis, multiplies it by A and extends H by one block product.
-  void expand(const ConstMatrixRef<T>& Z) {
+  // `small` says Z's columns are residuals below sqrt(eps) relative to A (see orthonormalize_block).
+  void expand(const ConstMatrixRef<T>& Z, bool small = false) {
     const Index w = Z.cols();
     Q_.middleCols(k_, w) = Z;
-    orthonormalize_block<T>(Q_.leftCols(k_), Q_.middleCols(k_, w), n_threads_, static_cast<std::uint64_t>(products_));
+    orthonormalize_block<T>(Q_.leftCols(k_), Q_.middleCols(k_, w), n_threads_, static_cast<std::uint64_t>(products_),
+                            small);
     multiply(Q_.middleCols(k_, w), W_.middleCols(k_, w));
     RowMatrix<T> C(k_ + w, w);
     transposed_product<T>(Q_.leftCols(k_ + w), W_.middleCols(k_, w), C, n_threads_);
@@ -460,7 +466,8 @@ EigenResult<T> top_eigsh(const BlockProduct<T>& apply, Index n, int n_components
     if (basis.products() >= max_iter && basis.size() >= wanted) return basis.finish(basis.best_wanted(), tol);
     if (window.residuals.size() == 0) window.R = basis.fresh_directions(b);  // an invariant subspace, all converged
     if (basis.size() + window.R.cols() > m_max) basis.restart(kept_columns(wanted, b));
-    basis.expand(window.R);
+    const bool small = window.residuals.size() > 0 && window.residuals.maxCoeff() < std::sqrt(unit_roundoff<T>());
+    basis.expand(window.R, small);
   }
 }
 
