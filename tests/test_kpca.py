@@ -304,3 +304,8 @@ def test_large_dense_solve_warns_with_its_expected_time(monkeypatch, blobs):
     monkeypatch.setattr(kpca, "_DENSE_WARN_SAMPLES", 1000)
     with pytest.warns(RuntimeWarning, match=r"about \d+ min here .* cannot be interrupted"):
         KernelPCA(5, gamma=0.05, eigen_solver="dense").fit(blobs)
+
+
+def test_unknown_kernel_error_lists_precomputed(blobs):
+    with pytest.raises(ValueError, match="choose one of .*tanimoto, precomputed"):
+        KernelPCA(2, kernel="foo").fit(blobs)

@@ -5,14 +5,18 @@ one warm-up run of each (first touches of fresh memory are slow on virtual machi
 be charged to whoever runs first), reports the median of the repeats, and asserts that the results
 agree with the NumPy reference before it records a ratio. Peak memory of a kernel PCA fit is measured in
 a fresh child process (the resident-size high-water mark above the size after loading the data).
+``--background-load N`` instead times the KernelPCA fit twice, without added load and beside N busy
+processes, as a notebook running next to other work would see it.
 """
 
 import argparse
+import contextlib
 import datetime
 import multiprocessing
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -62,6 +66,12 @@ REFERENCE_MAX_SAMPLES = 2000
 
 def _repeats(n):
     return 3 if n <= 5000 else 1
+
+
+def _kpca_gamma(X):
+    """1 / the mean squared distance between the two halves of X: a bandwidth of typical scale."""
+    half = X.shape[0] // 2
+    return 1.0 / np.mean(np.sum((X[:half] - X[half : 2 * half]) ** 2, axis=1))
 
 
 def dgemm_peak(n=3000):
@@ -143,6 +153,22 @@ def _sklearn_fit(X, n_components, gamma, solver):
     return model.fit(X)
 
 
+def _sklearn_solvers(n, dense_max=5000):
+    # The dense solver costs O(N^3): beyond N = 5000 it is never the fastest.
+    return ["arpack", "randomized"] + (["dense"] if n <= dense_max else [])
+
+
+def _eigenvalue_error(model, accurate):
+    """Largest eigenvalue difference of a fitted model to `accurate`, relative to the largest eigenvalue."""
+    return float(np.max(np.abs(model.eigenvalues_ - accurate.eigenvalues_) / accurate.eigenvalues_[0]))
+
+
+def _fastest_equal_peer(peers, accurate, bound):
+    """The fastest solver in `peers` (name -> (seconds, model)) whose eigenvalue error is within `bound`."""
+    equal = [name for name, (_, model) in peers.items() if _eigenvalue_error(model, accurate) <= bound]
+    return min(equal, key=lambda name: peers[name][0])
+
+
 def _assert_matches_reference(X, gamma, eigenvalues):
     """The pure-NumPy path (reference kernel, centring and dense eigh) must give rkm's eigenvalues."""
     K = reference.kernel_matrix(X, None, "rbf", gamma)
@@ -157,24 +183,22 @@ def bench_kpca(sizes, components, n_threads, log):
     rows = []
     for n in sizes:
         X = noisy_digits(n)
-        gamma = 1.0 / np.mean(np.sum((X[: n // 2] - X[n // 2 : 2 * (n // 2)]) ** 2, axis=1))
+        gamma = _kpca_gamma(X)
         for s in components:
             reps = _repeats(n)
             t_rkm, ours = _timed(lambda: KernelPCA(s, gamma=gamma, n_threads=n_threads, random_state=0).fit(X), reps)
-            solvers = ["arpack", "randomized"] + (["dense"] if n <= 5000 else [])
             peers = {}
-            for solver in solvers:
+            for solver in _sklearn_solvers(n):
                 t, model = _timed(lambda: _sklearn_fit(X, s, gamma, solver), 1 if n > 2000 else reps)
                 peers[solver] = (t, model)
                 log(f"kpca N={n} s={s}: sklearn {solver} {t:.2f}s")
             accurate = peers.get("dense", peers["arpack"])[1]
 
             def eig_error(model):
-                return float(np.max(np.abs(model.eigenvalues_ - accurate.eigenvalues_) / accurate.eigenvalues_[0]))
+                return _eigenvalue_error(model, accurate)
 
             # Only solvers as accurate as rkm count as peers ("at equal accuracy"); randomized SVD often is not.
-            equal = [k for k in peers if eig_error(peers[k][1]) <= max(EQUAL_ACCURACY, eig_error(ours))]
-            best = min(equal, key=lambda k: peers[k][0])
+            best = _fastest_equal_peer(peers, accurate, max(EQUAL_ACCURACY, eig_error(ours)))
             t_best, best_model = peers[best]
             angle = _subspace_error(accurate.eigenvectors_, ours.H_)
             assert eig_error(ours) < EQUAL_ACCURACY, f"rkm eigenvalues off by {eig_error(ours)}"
@@ -186,6 +210,96 @@ def bench_kpca(sizes, components, n_threads, log):
             log(f"kpca N={n} s={s}: rkm {t_rkm:.2f}s ({ours.n_iter_} block products), "
                 f"sklearn peer {best} {t_best:.2f}s")
     return rows
+
+
+# The KernelPCA comparison under background load: sizes (10 components) and timed fits per case (median),
+# more than the main suite's because times beside busy processes scatter more.
+LOAD_SIZES = [2000, 3000, 5000, 10000]
+LOAD_SIZES_QUICK = [2000]
+LOAD_COMPONENTS = 10
+LOAD_REPEATS = 3
+# Largest N at which the load comparison also tries scikit-learn's dense solver, whose O(N^3) fits would
+# otherwise take most of the mode's minutes (in bench/RESULTS.md arpack is the faster one at every size).
+LOAD_DENSE_MAX_SAMPLES = 2000
+# A background process ends by itself after this long, or as soon as its parent is gone, should the
+# benchmark die before it can terminate it.
+LOAD_MAX_SECONDS = 1800
+# Environment variables that change how threads wait or how many run; the load report records them.
+THREAD_ENVIRONMENT = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND", "OMP_DYNAMIC",
+                      "OPENBLAS_NUM_THREADS")
+_SPIN_LOOP = """
+import os, sys, time
+parent, deadline = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+while os.getppid() == parent and time.monotonic() < deadline:
+    for _ in range(100_000):
+        pass
+"""
+
+
+@contextlib.contextmanager
+def background_load(n_processes):
+    """Keep `n_processes` pure-Python busy loops running in child processes for the duration of the block."""
+    processes = []
+    try:
+        for _ in range(n_processes):
+            processes.append(subprocess.Popen(
+                [sys.executable, "-c", _SPIN_LOOP, str(os.getpid()), str(LOAD_MAX_SECONDS)],
+                stdin=subprocess.DEVNULL))
+        yield processes
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _load_case(n, log):
+    """Data, bandwidth, the accurate eigenvalues and the peer solver of one size, chosen without added load."""
+    X = noisy_digits(n)
+    gamma = _kpca_gamma(X)
+    peers = {solver: _timed(lambda: _sklearn_fit(X, LOAD_COMPONENTS, gamma, solver), 1)
+             for solver in _sklearn_solvers(n, LOAD_DENSE_MAX_SAMPLES)}
+    accurate = peers.get("dense", peers["arpack"])[1]
+    peer = _fastest_equal_peer(peers, accurate, EQUAL_ACCURACY)
+    log(f"kpca under load, N={n}: sklearn peer {peer} (" + ", ".join(f"{k} {t:.2f}s" for k, (t, _) in peers.items())
+        + ")")
+    return {"n": n, "X": X, "gamma": gamma, "accurate": accurate, "peer": peer}
+
+
+def _time_load_case(case, phase, log):
+    """Median fit times of rkm (default threads, then 1 thread) and of the peer; the 1-minute load average after."""
+    X, gamma = case["X"], case["gamma"]
+    times = {}
+    for label, threads in (("rkm", None), ("rkm 1 thread", 1)):
+        times[label], model = _timed(
+            lambda: KernelPCA(LOAD_COMPONENTS, gamma=gamma, n_threads=threads, random_state=0).fit(X), LOAD_REPEATS)
+        error = _eigenvalue_error(model, case["accurate"])
+        assert error < EQUAL_ACCURACY, f"{label} eigenvalues off by {error} ({phase}, N={case['n']})"
+    times["peer"], _ = _timed(lambda: _sklearn_fit(X, LOAD_COMPONENTS, gamma, case["peer"]), LOAD_REPEATS)
+    load = os.getloadavg()[0]
+    log(f"kpca under load, {phase}, N={case['n']}: rkm {times['rkm']:.2f}s, 1 thread {times['rkm 1 thread']:.2f}s, "
+        f"sklearn {case['peer']} {times['peer']:.2f}s; load average {load:.1f}")
+    return (case["n"], phase, load, times["rkm"], times["rkm 1 thread"], times["rkm 1 thread"] / times["rkm"],
+            case["peer"], times["peer"], times["peer"] / times["rkm"], times["peer"] / times["rkm 1 thread"])
+
+
+def bench_kpca_under_load(sizes, n_background, log):
+    """KernelPCA fit at default threads and at 1 thread vs the scikit-learn peer, without and with added load.
+
+    The peer is chosen once per size before any load is added (the fastest equally accurate solver, as in
+    :func:`bench_kpca`) and the same solver is timed in both phases; every rkm fit is checked against the
+    accurate eigenvalues. Returns one row per size and phase, the row without added load first.
+    """
+    cases = [_load_case(n, log) for n in sizes]
+    unloaded = [_time_load_case(case, "no added load", log) for case in cases]
+    with background_load(n_background):
+        phase = f"{n_background} busy process" + ("es" if n_background > 1 else "")
+        busy = [_time_load_case(case, phase, log) for case in cases]
+    return [row for pair in zip(unloaded, busy) for row in pair]
 
 
 def _memory_status(field):
@@ -245,18 +359,24 @@ def _table(header, rows, formats):
     return "\n".join(lines)
 
 
+def _provenance(settings, info):
+    """Who wrote the report, when, and on what: the first sentences of each report."""
+    return (
+        f"Written by `{settings['command']}` on {datetime.date.today().isoformat()}: "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {settings['n_threads']} threads for "
+        f"every library (OpenMP and BLAS pinned), rkm {info['version']} ({info['compiler']}, OpenMP {info['openmp']}, "
+        f"BLAS {info['blas']}), NumPy {np.__version__}."
+    )
+
+
 def render(results, settings):
     """The markdown report."""
     info = config()
     out = [
         "# Benchmark results",
         "",
-        f"Written by `{settings['command']}` on {datetime.date.today().isoformat()}: {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, {settings['n_threads']} threads for every library (OpenMP and BLAS pinned), "
-        f"rkm {info['version']} ({info['compiler']}, OpenMP {info['openmp']}, BLAS {info['blas']}), "
-        f"NumPy {np.__version__}. Times are medians after a warm-up run; ratios are peer time / rkm time "
-        "from the same run. Measured DGEMM peak: "
-        f"{results['peak']:.0f} GFLOP/s (float64).",
+        _provenance(settings, info) + " Times are medians after a warm-up run; ratios are peer time / rkm time "
+        f"from the same run. Measured DGEMM peak: {results['peak']:.0f} GFLOP/s (float64).",
         "",
     ]
     if "kernels" in results:
@@ -294,21 +414,120 @@ def render(results, settings):
     return "\n".join(out)
 
 
+LOAD_SECTION = "## KernelPCA fit without and with background load"
+
+
+def render_load(rows, settings):
+    """The markdown section of the background-load comparison."""
+    environment = ", ".join(f"{name}={settings['environment'][name]}" for name in THREAD_ENVIRONMENT
+                            if name in settings["environment"]) or "none set"
+    threads = settings["n_threads"]
+    return "\n".join([
+        LOAD_SECTION,
+        "",
+        _provenance(settings, config()) + f" Thread environment at start: {environment}.",
+        "",
+        f"Each size is fitted (RBF, d = 64 noisy digits, {LOAD_COMPONENTS} components) without added load, then "
+        f"again while {settings['background_load']} pure-Python busy loops run in background processes. rkm runs "
+        f"at its default thread count ({threads}, pinned as above) and at 1 thread; the scikit-learn peer is the "
+        f"fastest of its solvers (arpack, randomized, dense up to N = {LOAD_DENSE_MAX_SAMPLES}) whose eigenvalue error "
+        f"is within {EQUAL_ACCURACY:g} (against dense where it ran, else arpack), chosen before the load is added and "
+        f"timed with {threads} BLAS threads in both phases. "
+        f"Times are medians of {LOAD_REPEATS} fits after a warm-up fit; ratios are from the same phase of the same "
+        "run. The load average (1 minute, read after each case) also counts whatever else ran on the machine; it "
+        "lags behind a load that has just started.",
+        "",
+        _table(["N", "phase", "load avg.", f"rkm s ({threads} threads)", "rkm s (1 thread)",
+                f"{threads} threads vs 1", "sklearn peer", "peer s", f"peer / rkm {threads} threads",
+                "peer / rkm 1 thread"], rows,
+               ["{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.2f}x", "{}", "{:.3f}", "{:.2f}x", "{:.2f}x"]),
+        "",
+        f"\"{threads} threads vs 1\" is the 1-thread time over the {threads}-thread time: below 1, the extra threads "
+        "made the fit slower.",
+        "",
+    ])
+
+
+def write_section(path, heading, section):
+    """Put `section` (starting with the line `heading`) into the markdown file at `path`.
+
+    It replaces the part of the file from `heading` to the next heading of the same level, or is appended
+    (to a new "# Benchmark results" file when there is none), so the rest of the report stays as it was.
+    """
+    level = _heading_level(heading)
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        lines = ["# Benchmark results"]
+    start = lines.index(heading) if heading in lines else len(lines)
+    end = next((i for i in range(start + 1, len(lines)) if 0 < _heading_level(lines[i]) <= level), len(lines))
+    before, after = lines[:start], lines[end:]
+    while before and not before[-1]:
+        before.pop()
+    lines = before + [""] + section.strip("\n").splitlines() + ([""] + after if after else [])
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def _heading_level(line):
+    """1 for "# title", 2 for "## title" and so on; 0 for a line that is no markdown heading."""
+    hashes = len(line) - len(line.lstrip("#"))
+    return hashes if hashes and line[hashes : hashes + 1] == " " else 0
+
+
+def _run_load_comparison(args, command, log):
+    environment = {name: os.environ[name] for name in THREAD_ENVIRONMENT if name in os.environ}
+    sizes = args.load_sizes or (LOAD_SIZES_QUICK if args.quick else LOAD_SIZES)
+    with threadpool_limits(args.n_threads):
+        rows = bench_kpca_under_load(sizes, args.background_load, log)
+    section = render_load(rows, vars(args) | {"command": command, "environment": environment})
+    write_section(args.output, LOAD_SECTION, section)
+    log(f"wrote the section \"{LOAD_SECTION[3:]}\" of {args.output}")
+    return 0
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _load_size(text):
+    value = int(text)
+    if value < 2 * LOAD_COMPONENTS:
+        raise argparse.ArgumentTypeError(f"must be at least {2 * LOAD_COMPONENTS}, got {text}")
+    return value
+
+
 def main(argv=None, command="rkm bench"):
     """Run the suite and write the markdown report; `command` is how it was started, for the report."""
     parser = argparse.ArgumentParser(prog="rkm bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
     parser.add_argument("--n-threads", type=int, default=2, help="threads for every library (default 2)")
     parser.add_argument("--output", default="RESULTS.md", help="markdown report to write")
-    parser.add_argument("--only", nargs="*", choices=["kernels", "center", "kpca", "eigen"],
-                        help="run only these parts")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--only", nargs="*", choices=["kernels", "center", "kpca", "eigen"],
+                      help="run only these parts")
+    mode.add_argument("--background-load", type=_positive_int, metavar="P",
+                      help="instead of the suite, time the KernelPCA fit (default threads, 1 thread, scikit-learn) "
+                           "without added load and again beside P busy background processes; writes (or "
+                           f"replaces) the section \"{LOAD_SECTION[3:]}\" of the report file")
+    parser.add_argument("--load-sizes", type=_load_size, nargs="+", metavar="N",
+                        help=f"sizes for --background-load (default {' '.join(map(str, LOAD_SIZES))}; "
+                             f"--quick: {' '.join(map(str, LOAD_SIZES_QUICK))})")
     args = parser.parse_args(argv)
+    if args.load_sizes and args.background_load is None:
+        parser.error("--load-sizes: only applies with --background-load")
     sizes = QUICK if args.quick else FULL
     parts = args.only or ["kernels", "center", "kpca", "eigen"]
 
     def log(message):
         print(message, flush=True)
 
+    if args.background_load is not None:
+        return _run_load_comparison(args, command, log)
     os.environ["OMP_NUM_THREADS"] = str(args.n_threads)  # for the memory probes' child processes
     results = {}
     with threadpool_limits(args.n_threads):

@@ -14,13 +14,16 @@ from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from rkm import __version__, reference
 from rkm._base import blas_threads, check_n_threads, thread_count
-from rkm._config import show_config
+from rkm._config import config, show_config
 from rkm.datasets import load_digits, load_mnist_subset, make_square
-from rkm.kernels import RBF
+from rkm.kernels import RBF, kernel_matrix
 from rkm.kpca import KernelPCA
 
 # Eigenvalues of the three implementations must agree to this relative accuracy.
 EIGENVALUE_RTOL = 1e-6
+# Largest data set checked against the NumPy reference unless --with-reference is given: the reference
+# computes all N eigenpairs (a dense eigh, O(N^3)), about 1 s at N = 2000 but 40 s at N = 5000 on 2 cores.
+REFERENCE_MAX_SAMPLES = 2000
 # Components kept for the digit sets.
 DIGIT_COMPONENTS = 10
 # Constr-DRKM's MNIST bandwidth: sigma^2 = 50 in exp(-d^2 / (2 sigma^2)), i.e. gamma = 0.01.
@@ -31,7 +34,7 @@ SHAPE_GAMMA = 1.0 / (2 * 0.3**2)
 # The square's four sides and corners need more components than a smooth curve to be rebuilt.
 SHAPE_COMPONENTS = 16
 PREIMAGES = ("fixed_point", "smoother")
-# Eigenvalues shown in the spectrum plots.
+# Leading eigenvalues computed (by rkm) for the spectrum plots.
 SPECTRUM_SHOWN = 50
 
 
@@ -64,8 +67,21 @@ def _reference_spectrum(X, gamma):
     return reference.eigh(K)[0]
 
 
+def _centred_trace(X, gamma, n_threads):
+    """trace(K_c) = sum_i k(x_i, x_i) - (1/N) sum_ij k(x_i, x_j): the sum of all eigenvalues of K_c."""
+    K = kernel_matrix(X, gamma=gamma, n_threads=n_threads)
+    return float(np.trace(K) - K.sum() / K.shape[0])
+
+
+def _checks_reference(n_samples, settings):
+    return settings.with_reference or n_samples <= REFERENCE_MAX_SAMPLES
+
+
 def compare_fits(X, gamma, n_components, settings):
-    """Fit rbf kernel PCA with rkm, the NumPy reference and scikit-learn and compare them.
+    """Fit rbf kernel PCA with rkm and scikit-learn (and the NumPy reference) and compare them.
+
+    The reference runs when ``X`` has at most :data:`REFERENCE_MAX_SAMPLES` samples or
+    ``settings.with_reference`` is set.
 
     Parameters
     ----------
@@ -74,39 +90,42 @@ def compare_fits(X, gamma, n_components, settings):
         rbf bandwidth, exp(-gamma ||x - y||^2).
     n_components : int
     settings : argparse.Namespace
-        ``n_threads``, ``seed`` and ``repeats`` of the demo.
+        ``n_threads``, ``seed``, ``repeats`` and ``with_reference`` of the demo.
 
     Returns
     -------
     dict
         ``n_samples``, ``n_features``, ``n_components``, ``gamma``; ``model``, the fitted
-        :class:`rkm.KernelPCA`; ``times`` (seconds per implementation); ``relative_difference`` of
-        rkm's eigenvalues to the reference's and scikit-learn's; ``agree``; ``spectrum``, the full
-        reference spectrum; ``explained_variance``, the kept eigenvalues over trace(K_c).
+        :class:`rkm.KernelPCA`; ``times``, seconds per implementation ("rkm", "sklearn" and, when it
+        ran, "reference"); ``relative_difference``, the largest relative difference of rkm's
+        eigenvalues to each of the others; ``agree``; ``explained_variance``, the kept eigenvalues over
+        trace(K_c).
     """
     model = KernelPCA(n_components, gamma=gamma, n_threads=settings.n_threads, random_state=settings.seed)
     sklearn_model = SklearnKernelPCA(
         n_components, kernel="rbf", gamma=gamma, eigen_solver="arpack", random_state=settings.seed
     )
-    times = {}
+    times, expected = {}, {}
     times["rkm"], _ = _best_time(lambda: model.fit(X), settings.repeats)
     _say(f"  rkm.KernelPCA.fit          {times['rkm']:8.3f} s  ({model.eigen_solver_} solver)")
-    # The other two use BLAS directly; holding them to the same threads keeps the comparison fair.
+    # The others use BLAS directly; holding them to the same threads keeps the comparison fair.
     with blas_threads(thread_count(settings.n_threads)):
-        times["reference"], spectrum = _best_time(lambda: _reference_spectrum(X, gamma), settings.repeats)
-        _say(f"  reference (NumPy, eigh)    {times['reference']:8.3f} s")
         times["sklearn"], _ = _best_time(lambda: sklearn_model.fit(X), settings.repeats)
+        expected["sklearn"] = sklearn_model.eigenvalues_
         _say(f"  sklearn KernelPCA (arpack) {times['sklearn']:8.3f} s")
-    difference = {
-        "reference": _max_relative_difference(model.eigenvalues_, spectrum[:n_components]),
-        "sklearn": _max_relative_difference(model.eigenvalues_, sklearn_model.eigenvalues_),
-    }
+        if _checks_reference(X.shape[0], settings):
+            times["reference"], spectrum = _best_time(lambda: _reference_spectrum(X, gamma), settings.repeats)
+            expected["reference"] = spectrum[:n_components]
+            _say(f"  reference (NumPy, eigh)    {times['reference']:8.3f} s")
+        else:
+            _say(f"  reference (NumPy, eigh)    skipped for N > {REFERENCE_MAX_SAMPLES} (--with-reference runs it)")
+    difference = {name: _max_relative_difference(model.eigenvalues_, values) for name, values in expected.items()}
     agree = max(difference.values()) <= EIGENVALUE_RTOL
+    # eigenvalues_ are those of K_c / eta: their share of trace(K_c / eta) is the explained variance.
+    explained = model.eigenvalues_.sum() / (_centred_trace(X, gamma, settings.n_threads) / model.eta)
     verdict = "agree" if agree else f"DISAGREE (tolerance {EIGENVALUE_RTOL:g})"
-    _say(
-        f"  eigenvalues {verdict}: max relative difference {difference['reference']:.1e} to the reference, "
-        f"{difference['sklearn']:.1e} to scikit-learn"
-    )
+    compared = ", ".join(f"{value:.1e} to {name}" for name, value in difference.items())
+    _say(f"  eigenvalues {verdict}: max relative difference {compared}")
     return {
         "n_samples": X.shape[0],
         "n_features": X.shape[1],
@@ -116,10 +135,17 @@ def compare_fits(X, gamma, n_components, settings):
         "times": times,
         "relative_difference": difference,
         "agree": agree,
-        "spectrum": spectrum,
-        # trace(K_c) is the sum of all its eigenvalues, so no kernel diagonal is needed.
-        "explained_variance": float(model.eigenvalues_.sum() / spectrum.sum()),
+        "explained_variance": float(explained),
     }
+
+
+def leading_eigenvalues(X, gamma, settings):
+    """The :data:`SPECTRUM_SHOWN` leading eigenvalues of the centred rbf kernel matrix, by rkm."""
+    n_components = min(SPECTRUM_SHOWN, X.shape[0])
+    model = KernelPCA(n_components, gamma=gamma, n_threads=settings.n_threads, random_state=settings.seed)
+    elapsed, _ = _best_time(lambda: model.fit(X), 1)
+    _say(f"  rkm.KernelPCA.fit          {elapsed:8.3f} s  ({n_components} components, for the spectrum plot)")
+    return model.eigenvalues_
 
 
 # ---------------------------------------------------------------------------------------- steps
@@ -133,6 +159,7 @@ def _digits_step(settings):
     _say(f"  {digits.description}; rbf gamma = 1 / (d var(X)) = {gamma:.4f}")
     result = compare_fits(X, gamma, DIGIT_COMPONENTS, settings)
     result["target"] = digits.target
+    result["spectrum"] = leading_eigenvalues(X, gamma, settings)
     return result
 
 
@@ -144,7 +171,9 @@ def _mnist_step(settings):
         _say(f"  skipped: {error}")
         return None
     _say(f"  {mnist.description}; rbf sigma^2 = 50 (gaussian convention), gamma = {MNIST_GAMMA:g}")
-    return compare_fits(mnist.data, MNIST_GAMMA, DIGIT_COMPONENTS, settings)
+    result = compare_fits(mnist.data, MNIST_GAMMA, DIGIT_COMPONENTS, settings)
+    result["spectrum"] = leading_eigenvalues(mnist.data, MNIST_GAMMA, settings)
+    return result
 
 
 def _distance_to_curve(points, curve):
@@ -164,7 +193,7 @@ def _shape_step(settings):
         denoise_times[preimage], denoised[preimage] = _best_time(lambda: model.denoise(square.data), 1)
         errors[preimage] = _distance_to_curve(denoised[preimage], square.clean)
         _say(
-            f"  denoise ({preimage + ')':12} {denoise_times[preimage]:8.3f} s  mean squared distance to the "
+            f"  denoise ({preimage + ')':12} {denoise_times[preimage]:8.3f} s  mean squared distance to the true "
             f"curve {errors['noisy']:.5f} -> {errors[preimage]:.5f} ({errors['noisy'] / errors[preimage]:.1f}x lower)"
         )
     result.update(data=square.data, clean=square.clean, denoised=denoised, errors=errors, denoise_times=denoise_times)
@@ -187,6 +216,7 @@ def format_table(header, rows):
 
 def _fit_row(name, result):
     times = result["times"]
+    checked = "reference" in times
     return [
         name,
         str(result["n_samples"]),
@@ -194,18 +224,28 @@ def _fit_row(name, result):
         str(result["n_components"]),
         f"{result['explained_variance']:.1%}",
         f"{times['rkm']:.3f}",
-        f"{times['reference']:.3f}",
         f"{times['sklearn']:.3f}",
-        f"{times['reference'] / times['rkm']:.1f}x",
         f"{times['sklearn'] / times['rkm']:.1f}x",
+        f"{times['reference']:.3f}" if checked else "-",
+        f"{times['reference'] / times['rkm']:.1f}x" if checked else "-",
+        f"{max(result['relative_difference'].values()):.0e}",
     ]
 
 
-def _report(results):
-    header = ["dataset", "N", "d", "s", "expl.var", "rkm [s]", "ref [s]", "sklearn [s]", "ref/rkm", "sklearn/rkm"]
+FIT_TABLE_NOTES = f"""\
+rkm: rkm.KernelPCA.fit; sklearn: sklearn.decomposition.KernelPCA(eigen_solver="arpack").fit;
+ref: rkm.reference, the pure NumPy path (all N eigenpairs by a dense eigh), run for N <= {REFERENCE_MAX_SAMPLES}
+(every data set with --with-reference); eig. diff: largest relative difference of rkm's eigenvalues to
+the others; expl.var: share of trace(K_c) in the s kept eigenvalues."""
+
+
+def _report(results, threads):
+    header = ["dataset", "N", "d", "s", "expl.var", "rkm [s]", "sklearn [s]", "sklearn/rkm", "ref [s]", "ref/rkm",
+              "eig. diff"]
     rows = [_fit_row(name, result) for name, result in results["datasets"].items() if result is not None]
-    _say("\nKernel PCA fits (rbf; times are the best of --repeats runs)")
+    _say(f"\nKernel PCA fits (rbf kernel, {threads} threads; times are the best of --repeats runs)")
     _say(format_table(header, rows))
+    _say(FIT_TABLE_NOTES)
     shape = results["datasets"]["square"]
     errors = shape["errors"]
     denoise_rows = [["noisy input", f"{errors['noisy']:.5f}", "1.0x", "-"]] + [
@@ -214,23 +254,25 @@ def _report(results):
         for preimage in PREIMAGES
     ]
     _say(f"\nDenoising the square (noise {SHAPE_NOISE:g}, {shape['n_components']} components)")
-    _say(format_table(["pre-image", "mean sq. distance to curve", "reduction", "time [s]"], denoise_rows))
+    _say(format_table(["pre-image", "mean sq. distance to true curve", "reduction", "time [s]"], denoise_rows))
 
 
 # ---------------------------------------------------------------------------------------- plots
 
 
 def _plot_spectrum(figure_class, name, result, path):
-    figure = figure_class(figsize=(6, 4))
+    figure = figure_class(figsize=(6.5, 4))
     ax = figure.subplots()
-    shown = result["spectrum"][:SPECTRUM_SHOWN]
+    shown = result["spectrum"]
     shown = shown[shown > 0]
     index = np.arange(1, shown.size + 1)
     kept = index <= result["n_components"]
-    ax.semilogy(index[kept], shown[kept], "o", label=f"kept ({result['n_components']})")
-    ax.semilogy(index[~kept], shown[~kept], "o", mfc="none", color="grey", label="discarded")
-    ax.set(xlabel="index", ylabel="eigenvalue of $K_c$",
-           title=f"{name}: rbf kernel PCA spectrum (N = {result['n_samples']})")
+    ax.semilogy(index[kept], shown[kept], "o",
+                label=f"kept: {result['n_components']} components, {result['explained_variance']:.0%} of trace($K_c$)")
+    ax.semilogy(index[~kept], shown[~kept], "o", mfc="none", color="grey", label="not kept")
+    ax.set(xlabel="component index", ylabel="eigenvalue of $K_c$ (log scale)",
+           title=f"{name} (N = {result['n_samples']}): leading eigenvalues of the centred rbf kernel matrix")
+    ax.title.set_fontsize("medium")
     ax.legend()
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
@@ -241,19 +283,38 @@ def _plot_embedding(figure_class, result, path):
     hidden = result["model"].H_
     points = ax.scatter(hidden[:, 0], hidden[:, 1], c=result["target"], cmap="tab10", s=6,
                         vmin=-0.5, vmax=9.5)  # one colour band centred on each digit
-    figure.colorbar(points, ax=ax, label="digit", ticks=range(10))
-    ax.set(xlabel="$h_1$", ylabel="$h_2$", title="digits: first two hidden features")
+    figure.colorbar(points, ax=ax, label="digit label", ticks=range(10))
+    ax.set(xlabel="hidden feature $h_1$", ylabel="hidden feature $h_2$",
+           title=f"digits (N = {result['n_samples']}): first two rbf kernel PCA features")
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
+def _closed_curve(clean):
+    """The clean points in drawing order: the square is star-shaped about the origin, so sort by angle."""
+    ordered = clean[np.argsort(np.arctan2(clean[:, 1], clean[:, 0]))]
+    return np.vstack([ordered, ordered[:1]])
+
+
 def _plot_denoising(figure_class, result, path):
-    figure = figure_class(figsize=(13, 4.5))
-    panels = [("noisy", result["data"])] + [(f"denoised ({p})", result["denoised"][p]) for p in PREIMAGES]
-    error_keys = ["noisy", *PREIMAGES]
-    for ax, (title, points), key in zip(figure.subplots(1, 3, sharex=True, sharey=True), panels, error_keys):
-        ax.plot(*result["clean"].T, ".", color="lightgrey", ms=2)
-        ax.plot(*points.T, ".", ms=3)
-        ax.set(title=f"{title}\nmean sq. distance {result['errors'][key]:.5f}", aspect="equal")
+    figure = figure_class(figsize=(13, 5.6))
+    errors = result["errors"]
+    panels = [("noisy input", result["data"], "noisy")] + [
+        (f"denoised ({preimage.replace('_', '-')} pre-image)", result["denoised"][preimage], preimage)
+        for preimage in PREIMAGES
+    ]
+    curve = _closed_curve(result["clean"])
+    axes = figure.subplots(1, 3, sharex=True, sharey=True)
+    for ax, (title, points, key) in zip(axes, panels):
+        ax.plot(*points.T, ".", ms=3, color="tab:blue", label="points: noisy input, or the denoised points")
+        ax.plot(*curve.T, "-", lw=1, color="black", label="true curve: the noise-free square")
+        lower = "" if key == "noisy" else f" ({errors['noisy'] / errors[key]:.0f}x lower)"
+        ax.set(title=f"{title}\nmean squared distance\nto the true curve: {errors[key]:.5f}{lower}",
+               xlabel="$x_1$", aspect="equal")
+    axes[0].set_ylabel("$x_2$")
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, markerscale=3)
+    figure.subplots_adjust(top=0.78, bottom=0.16)  # room for the titles and the legend
+    figure.suptitle(f"Denoising {result['n_samples']} points of a square with Gaussian noise (std {SHAPE_NOISE:g}) "
+                    f"by rbf kernel PCA with {result['n_components']} components")
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
@@ -288,7 +349,7 @@ def run_demo(settings):
     Parameters
     ----------
     settings : argparse.Namespace
-        ``output`` (folder), ``quick``, ``n_threads``, ``seed`` and ``repeats``.
+        ``output`` (folder), ``quick``, ``n_threads``, ``seed``, ``repeats`` and ``with_reference``.
 
     Returns
     -------
@@ -310,7 +371,7 @@ def run_demo(settings):
         elapsed, datasets[name] = _best_time(lambda: step(settings), 1)
         _say(f"  step done in {elapsed:.1f} s")
     results = {"datasets": datasets, "output": output}
-    _report(results)
+    _report(results, thread_count(settings.n_threads) or config()["max_threads"])
     results["plots"] = save_plots(results, output)
     fitted = [result for result in datasets.values() if result is not None]
     results["ok"] = all(result["agree"] for result in fitted) and datasets["square"]["improved"]
@@ -362,7 +423,8 @@ def build_parser():
     info = commands.add_parser("info", help="print the build and run-time configuration")
     info.set_defaults(run=_run_info)
 
-    demo_help = "kernel PCA and denoising on embedded data, timed against NumPy and scikit-learn"
+    demo_help = ("kernel PCA and denoising on embedded data, timed against scikit-learn and checked against it "
+                 "and the NumPy reference")
     demo = commands.add_parser("demo", help=demo_help, description=demo_help)
     demo.add_argument("--output", default="rkm-demo-output", metavar="DIR",
                       help="folder for the plots, created if needed (default: %(default)s)")
@@ -372,6 +434,9 @@ def build_parser():
     demo.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noisy square and the solvers")
     demo.add_argument("--repeats", type=_positive_int, default=1, metavar="R",
                       help="time the best of R runs of each fit (default: %(default)s)")
+    demo.add_argument("--with-reference", action="store_true",
+                      help=f"check every data set against the slow NumPy reference (default: only those with "
+                           f"N <= {REFERENCE_MAX_SAMPLES})")
     demo.set_defaults(run=_run_demo)
 
     bench = commands.add_parser("bench", add_help=False, help="run the benchmarks (rkm bench --help for options)")

@@ -32,16 +32,16 @@ _ALIASES = {"polynomial": "poly", "gaussian": "rbf"}
 _GAMMA_KERNELS = ("poly", "rbf", "laplacian")
 
 
-def canonical_kernel_name(kernel):
-    """Return the canonical name of a kernel given by name (aliases accepted)."""
+def canonical_kernel_name(kernel, extra_names=()):
+    """Return the canonical name of a kernel given by name; the aliases "polynomial" and "gaussian" give
+    "poly" and "rbf". `extra_names` (such as "precomputed") are further names the caller accepts."""
     if not isinstance(kernel, str):
         raise ValueError(f"kernel: must be a string or an rkm.kernels.Kernel, got {kernel!r}")
     name = _ALIASES.get(kernel, kernel)
-    if name not in KERNEL_NAMES:
+    if name not in KERNEL_NAMES + tuple(extra_names):
+        choices = ", ".join(KERNEL_NAMES + tuple(extra_names))
         aliases = ", ".join(f"{alias} = {name}" for alias, name in _ALIASES.items())
-        raise ValueError(
-            f"kernel: unknown kernel {kernel!r}; choose one of {', '.join(KERNEL_NAMES)} (aliases: {aliases})"
-        )
+        raise ValueError(f"kernel: unknown kernel {kernel!r}; choose one of {choices} (aliases: {aliases})")
     return name
 
 

@@ -314,9 +314,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             name = self.kernel.name
             gamma = resolve_gamma(name, params.get("gamma"), n_features) if "gamma" in params else 1.0
             return name, gamma, params.get("degree", 3), params.get("coef0", 1.0)
-        if self.kernel == "precomputed":
+        name = canonical_kernel_name(self.kernel, extra_names=("precomputed",))
+        if name == "precomputed":
             return "precomputed", None, None, None
-        name = canonical_kernel_name(self.kernel)
         gamma = resolve_gamma(name, self.gamma, n_features) if name in ("rbf", "laplacian", "poly") else None
         return name, gamma, self.degree, self.coef0
 
