@@ -29,3 +29,18 @@ def isa(request):
     _core.set_simd_isa(request.param)
     yield request.param
     _core.set_simd_isa("auto")
+
+
+def pytest_configure(config):
+    """Budgets of the property-based tests (test_properties.py); "ci" unless --hypothesis-profile says otherwise.
+
+    "ci" draws the same 300 examples per property on every run (derandomized): the file takes well under a
+    minute on two cores. "thorough" searches longer with fresh examples.
+    """
+    from hypothesis import HealthCheck, settings
+
+    common = dict(deadline=None, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("ci", max_examples=300, derandomize=True, **common)
+    settings.register_profile("thorough", max_examples=2000, **common)
+    if not config.getoption("--hypothesis-profile", None):
+        settings.load_profile("ci")

@@ -40,8 +40,12 @@ template <typename T>
 void gemm(Op op_a, Op op_b, const ConstMatrixRef<T>& A, const ConstMatrixRef<T>& B, MatrixRef<T> C, T alpha, T beta) {
   if (C.size() == 0) return;
   const Index k = op_a == Op::transpose ? A.rows() : A.cols();
-  if (k == 0) {
-    C *= beta;
+  if (k == 0) {  // an empty sum: beta C, where beta = 0 must not keep NaN from an uninitialized C (BLAS's rule)
+    if (beta == T(0)) {
+      C.setZero();
+    } else {
+      C *= beta;
+    }
     return;
   }
   if (auto gemm_fn = external_gemm<T>()) {

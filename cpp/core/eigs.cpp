@@ -39,9 +39,10 @@ void small_eigh_descending(const MatrixXd& H, Eigen::VectorXd& theta, MatrixXd& 
   Y = V.rowwise().reverse();
 }
 
+// Column norms in double, scaled so that entries beyond sqrt(DBL_MAX) do not overflow their squares.
 template <typename T>
 Eigen::VectorXd column_norms(const ConstMatrixRef<T>& Z) {
-  return Z.template cast<double>().colwise().norm().transpose();
+  return Z.template cast<double>().colwise().stableNorm().transpose();
 }
 
 template <typename T>
@@ -322,6 +323,8 @@ class SearchSpace {
   void multiply(const ConstMatrixRef<T>& X, MatrixRef<T> Y) {
     apply_(X, Y);
     ++products_;
+    require(Y.allFinite(), "A: its products with the Krylov basis are not finite (A holds NaN or infinity, or "
+                           "its entries overflow the dtype in products)");
   }
 
   // Records the wanted Ritz pairs right after a restart (the leading columns of Q and W) when their largest
@@ -346,7 +349,7 @@ class SearchSpace {
     transform_columns<double>(U, Y, n_threads_);
     transform_columns<double>(AU, Y, n_threads_);
     const RowMatrix<double> R = AU - U * theta.asDiagonal();
-    ritz.residuals = R.colwise().norm().transpose() / scale_;
+    ritz.residuals = R.colwise().stableNorm().transpose() / scale_;
     ritz.theta = theta;
     ritz.U = U.template cast<T>();
     ritz.AU = AU.template cast<T>();
@@ -380,6 +383,7 @@ EigenResult<T> dense_top(const BlockProduct<T>& apply, Index n, int n_components
   const RowMatrix<T> R = symmetric * result.vectors - result.vectors * result.values.asDiagonal();
   const double scale = std::max(w.cwiseAbs().maxCoeff() * 1.0, std::numeric_limits<double>::min());
   result.residuals = column_norms<T>(R) / scale;
+  require(result.residuals.allFinite(), "A: contains NaN or infinity, or entries that overflow the dtype");
   result.n_iter = 1;
   result.converged = (result.residuals.array() <= tol).all();
   return result;

@@ -352,6 +352,10 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
   require(X.allFinite(), "X: contains NaN or infinity");
   require(Y.allFinite(), "Y: contains NaN or infinity");
   require(W.allFinite(), "W: contains NaN or infinity");
+  if (m == 0) {  // an empty sum over Y
+    G.setZero();
+    return;
+  }
   if (n == 0 || d == 0) return;
   ThreadGuard guard(n_threads);
   // rbf depends on x - y only, so both sets shift by the mean of X (as in kernel_matrix_into).

@@ -65,14 +65,18 @@ def _check_kernel_arguments(kernel, degree, coef0):
         raise ValueError(f"coef0: must be a finite number, got {coef0!r}")
 
 
-def _validated(kernel, gamma, degree, coef0, n_threads, arrays):
+def _validated(kernel, gamma, degree, coef0, n_threads, arrays, required=("X",)):
     """Validate a kernel call: canonical name, resolved gamma, n_threads, and the named 2-D arrays.
 
-    `arrays` maps argument names to arrays (None entries stay None); the first is X. The arrays come back
+    `arrays` maps argument names to arrays (None entries stay None, except the `required` ones, which raise);
+    the first is X. The arrays come back
     C-contiguous in one common float dtype, with matching feature counts for X and Y.
     """
     name = canonical_kernel_name(kernel)
     n_threads = check_n_threads(n_threads)
+    for key in required:
+        if arrays[key] is None:
+            raise ValueError(f"{key}: an array is required, got None")
     checked = {key: None if A is None else check_matrix(A, key) for key, A in arrays.items()}
     X, Y = checked["X"], checked.get("Y")
     if Y is not None and Y.shape[1] != X.shape[1]:
@@ -146,7 +150,9 @@ def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     """
     if isinstance(kernel, Kernel):
         return kernel_gradient(X, Y, W, kernel.name, n_threads=n_threads, **kernel.params())
-    name, gamma, n_threads, arrays = _validated(kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "W": W})
+    name, gamma, n_threads, arrays = _validated(
+        kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "W": W}, required=("X", "Y", "W")
+    )
     X, Y, W = arrays["X"], arrays["Y"], arrays["W"]
     if W.shape != (X.shape[0], Y.shape[0]):
         raise ValueError(f"W: must have shape {(X.shape[0], Y.shape[0])}, got {W.shape}")
@@ -199,11 +205,16 @@ class RBF(Kernel):
         """
         if (sigma is None) == (sigma2 is None):
             raise ValueError("sigma, sigma2: give exactly one of them")
-        sigma2 = check_positive(sigma2, "sigma2") if sigma is None else check_positive(sigma, "sigma") ** 2
+        name = "sigma2" if sigma is None else "sigma"
+        value = check_positive(sigma2 if sigma is None else sigma, name)
         factors = {"suykens": 1.0, "gaussian": 2.0}
         if convention not in factors:
             raise ValueError(f"convention: must be one of {sorted(factors)}, got {convention!r}")
-        return cls(gamma=1.0 / (factors[convention] * sigma2))
+        with np.errstate(over="ignore", divide="ignore"):
+            gamma = 1.0 / (factors[convention] * np.float64(value) ** (1 if sigma is None else 2))
+        if not (np.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"{name}: {value!r} gives gamma = {gamma}, outside the floating-point range")
+        return cls(gamma=float(gamma))
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,16 @@ def krylov_block_size(n_components, n_samples):
     return min(n_samples, width)
 
 
+def _finite_or_raise(values, method):
+    """Hidden features divide by eigenvalues: refuse results that overflow rather than return infinities."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"X: {method} overflows: the hidden features h = e / lambda exceed the floating-point range (the model "
+            "has eigenvalues too small for these inputs)"
+        )
+    return values
+
+
 def _warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
     tol = f"tol {tol:g}" if tol is not None else "the default tol"
     if n_iter < max_iter:
@@ -431,7 +441,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         rounding = _rounding_level(n_samples, scale, X.dtype)
         _warn_if_below_precision(float(w.max()), rounding, X.dtype)
         _check_positive_spectrum(w, rounding, X.dtype)
-        eigenvalues = _numerically_positive(w, X.dtype) / self.eta
+        with np.errstate(over="ignore"):
+            eigenvalues = _numerically_positive(w, X.dtype) / self.eta
+        if not np.all(np.abs(eigenvalues) <= np.finfo(X.dtype).max):
+            raise ValueError(
+                f"eta: the eigenvalues of K / eta overflow {X.dtype.name} (eta = {self.eta!r}); use a larger eta"
+            )
         if self.n_components is None:
             keep = eigenvalues > 0
             eigenvalues, V = eigenvalues[keep], V[:, keep]
@@ -486,6 +501,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             _core.center_kernel_rows(K_rows, self.column_means_, self.grand_mean_, self.n_threads)
         return K_rows
 
+    def _validate_new(self, X):
+        """New data in the model's dtype (its kernel rows meet float32 or float64 training statistics), and the
+        dtype the results are returned in: float32 when both the model and X are, else float64."""
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        return X.astype(self.H_.dtype, copy=False), np.result_type(X.dtype, self.H_.dtype)
+
     def _hidden(self, X):
         """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4)."""
         scores = self._kernel_rows(X) @ self.H_ / self.eta
@@ -504,8 +525,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
-        return self._hidden_to_output(self._hidden(X))
+        X, dtype = self._validate_new(X)
+        return _finite_or_raise(self._hidden_to_output(self._hidden(X)), "transform").astype(dtype, copy=False)
 
     def fit_transform(self, X, y=None):
         """Fit and return the training projections (the hidden features H, scaled per ``scaling``).
@@ -518,6 +539,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     # ------------------------------------------------------------------ pre-images
 
     def _fit_ridge_preimage(self, X):
+        if self.H_.shape[1] == 0:  # no component: projections carry nothing, the pre-image is the training mean
+            self.preimage_dual_coef_ = None
+            return
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         Z = self._hidden_to_output(self.H_, "sklearn")
         K = kernel_matrix(Z, None, name, gamma, degree, coef0, n_threads=self.n_threads).astype(np.float64)
@@ -543,6 +567,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if self.preimage_ is None:
             raise ValueError("inverse_transform: not available for a precomputed kernel")
         if self.preimage_ == "ridge":
+            if self.preimage_dual_coef_ is None:
+                return np.repeat(self.X_fit_.mean(axis=0, keepdims=True), H.shape[0], axis=0)
             name, gamma, degree, coef0 = self._kernel_spec(self.X_fit_.shape[1])
             Z = self._hidden_to_output(H, "sklearn")
             Z_fit = self._hidden_to_output(self.H_, "sklearn")
@@ -589,8 +615,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
-        return self._preimage(self._hidden(X), X_start=X)
+        X, dtype = self._validate_new(X)
+        return self._preimage(_finite_or_raise(self._hidden(X), "denoise"), X_start=X).astype(dtype, copy=False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
