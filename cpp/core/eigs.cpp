@@ -349,7 +349,7 @@ class SearchSpace {
     transform_columns<double>(U, Y, n_threads_);
     transform_columns<double>(AU, Y, n_threads_);
     const RowMatrix<double> R = AU - U * theta.asDiagonal();
-    ritz.residuals = R.colwise().stableNorm().transpose() / scale_;
+    ritz.residuals = column_norms<double>(R) / scale_;
     ritz.theta = theta;
     ritz.U = U.template cast<T>();
     ritz.AU = AU.template cast<T>();
