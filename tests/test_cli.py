@@ -254,3 +254,16 @@ def test_console_script_is_installed():
     completed = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=120, check=False)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip().endswith(f"rkm {rkm.__version__}")
+
+
+def test_full_report_keeps_the_sections_other_benchmarks_wrote(tmp_path):
+    output = tmp_path / "RESULTS.md"
+    output.write_text(
+        "# Benchmark results\n\nold intro\n\n## RBF kernel matrix K(X, X), float64\n\nold table\n\n"
+        "## Large-N kernel PCA: Dask\n\nkept table\n"
+    )
+    report = "# Benchmark results\n\nnew intro\n\n## RBF kernel matrix K(X, X), float64\n\nnew table\n"
+    benchmarks.write_report(output, report)
+    text = output.read_text()
+    assert text.startswith(report) and "old" not in text
+    assert text.endswith("## Large-N kernel PCA: Dask\n\nkept table\n")

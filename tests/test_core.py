@@ -434,6 +434,143 @@ def test_kernel_gradient_reference_matches_finite_differences(rng, kernel):
             np.testing.assert_allclose(G[i, f], (value(plus) - value(minus)) / (2 * step), rtol=1e-5, atol=1e-7)
 
 
+# (n_x, n_y, n_features, b); n_y = None means Y is None. 1100 rows take several tiles of the symmetric product.
+PRODUCT_SHAPES = [(1, None, 1, 1), (1, 3, 2, 1), (5, None, 1, 1), (7, 4, 3, 2), (300, None, 17, 8), (257, 700, 9, 5),
+                  (1100, None, 6, 3)]
+
+
+def _product_tolerance(tol, K, B):
+    # Entries of K @ B may cancel: the absolute tolerance scales with |K| @ |B|.
+    scale = (np.abs(K) @ np.abs(B.astype(np.float64))).max()
+    return dict(rtol=tol["rtol"], atol=max(tol["atol"], tol["rtol"]) * scale)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("shape", PRODUCT_SHAPES)
+def test_kernel_product_matches_reference(rng, dtype, tol, kernel, shape):
+    n_x, n_y, d, b = shape
+    X = _data(rng, (n_x, d), dtype, kernel)
+    Y = None if n_y is None else _data(rng, (n_y, d), dtype, kernel)
+    B = rng.normal(size=(n_x if n_y is None else n_y, b)).astype(dtype)
+    gamma = 0.3 if kernel != "poly" else 0.1
+    got = _core.kernel_product(X, Y, B, kernel, gamma, 3.0, 1.0)
+    expected = reference.kernel_product(X, Y, B, kernel, gamma, 3.0, 1.0)
+    K = reference.kernel_matrix(X.astype(np.float64), None if Y is None else Y.astype(np.float64), kernel, gamma)
+    assert got.dtype == dtype and got.shape == (n_x, b)
+    np.testing.assert_allclose(got, expected, **_product_tolerance(tol, K, B))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "tanimoto"])
+def test_kernel_product_of_x_with_itself_equals_the_cross_product(rng, dtype, tol, kernel):
+    X, B = _data(rng, (400, 5), dtype, kernel), rng.normal(size=(400, 3)).astype(dtype)
+    K = reference.kernel_matrix(X.astype(np.float64), None, kernel, 0.3)
+    np.testing.assert_allclose(_core.kernel_product(X, None, B, kernel, 0.3),
+                               _core.kernel_product(X, X.copy(), B, kernel, 0.3), **_product_tolerance(tol, K, B))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_kernel_product_thread_counts_agree_and_repeat(rng, threads, symmetric):
+    X, B = rng.normal(size=(900, 7)), rng.normal(size=(900, 4))
+    Y = None if symmetric else X[::-1].copy()
+    one = _core.kernel_product(X, Y, B, "laplacian", 0.2, n_threads=1)
+    many = _core.kernel_product(X, Y, B, "laplacian", 0.2, n_threads=threads)
+    np.testing.assert_allclose(many, one, rtol=1e-12, atol=1e-12 * np.abs(one).max())
+    assert np.array_equal(many, _core.kernel_product(X, Y, B, "laplacian", 0.2, n_threads=threads))
+
+
+def test_kernel_product_default_gamma_is_inverse_features(rng):
+    X, B = rng.normal(size=(30, 4)), rng.normal(size=(30, 2))
+    np.testing.assert_allclose(_core.kernel_product(X, None, B), reference.kernel_product(X, None, B, "rbf", 0.25),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("args, match", [
+    (lambda X, B: (X, None, B[:5]), "B"),
+    (lambda X, B: (X, X[:4], B), "B"),
+    (lambda X, B: (X, X[:, :2].copy(), B), "features"),
+    (lambda X, B: (X, None, B, "sigmoid"), "kernel"),
+])
+def test_kernel_product_rejects_bad_arguments(rng, args, match):
+    X, B = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    with pytest.raises(ValueError, match=match):
+        _core.kernel_product(*args(X, B))
+
+
+@pytest.mark.parametrize("n,d,D", [(1, 1, 1), (1, 3, 4), (5, 1, 3), (300, 17, 64), (1000, 8, 257)])
+def test_fourier_features_match_reference(rng, dtype, n, d, D):
+    X = rng.normal(size=(n, d)).astype(dtype)
+    W = rng.normal(scale=0.7, size=(d, D)).astype(dtype)
+    offset = rng.uniform(0, 2 * np.pi, size=D).astype(dtype)
+    got = _core.fourier_features(X, W, offset)
+    assert got.dtype == dtype and got.shape == (n, D)
+    # The core forms the phases X @ W + offset in the working dtype (d roundings of their magnitude) and
+    # rounds the features to it.
+    phase_scale = (np.abs(X.astype(np.float64)) @ np.abs(W.astype(np.float64)) + np.abs(offset)).max()
+    atol = np.sqrt(2.0 / D) * 4 * np.finfo(dtype).eps * (d * phase_scale + 1)
+    np.testing.assert_allclose(got, reference.fourier_features(X, W, offset), rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fourier_features_do_not_depend_on_thread_count(rng, threads):
+    X, W, offset = rng.normal(size=(2000, 9)), rng.normal(size=(9, 70)), rng.uniform(0, 2 * np.pi, size=70)
+    np.testing.assert_allclose(_core.fourier_features(X, W, offset, threads), _core.fourier_features(X, W, offset, 1),
+                               rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("center", [True, False])
+@pytest.mark.parametrize("n,s", [(1, 1), (6, 6), (60, 3), (400, 8)])
+def test_kernel_top_eigsh_matches_reference(rng, dtype, tol, kernel, center, n, s):
+    X = _data(rng, (n, 6), dtype, kernel)
+    start = rng.normal(size=(n, min(n, s + 10))).astype(dtype)
+    gamma = 0.3 if kernel != "poly" else 0.1
+    w, V, residuals, n_iter, converged, means, grand = _core.kernel_top_eigsh(X, kernel, gamma, 3.0, 1.0, center, s,
+                                                                              start)
+    w_ref, V_ref, _, _, _, means_ref, grand_ref = reference.kernel_top_eigsh(X, kernel, gamma, 3.0, 1.0, center, s,
+                                                                             start)
+    single = dtype == np.float32
+    scale = max(1.0, np.abs(w_ref).max())
+    assert converged and n_iter >= 1 and w.dtype == V.dtype == means.dtype == dtype
+    np.testing.assert_allclose(w, w_ref, rtol=1e-4 if single else 1e-8, atol=(1e-4 if single else 1e-10) * scale)
+    K = reference.kernel_matrix(X.astype(np.float64), None, kernel, gamma)
+    # Kernel statistics are means of entries of K: their rounding errors scale with its largest entry.
+    k_scale = np.abs(K).max()
+    np.testing.assert_allclose(means, means_ref, rtol=tol["rtol"], atol=tol["atol"] * k_scale)
+    assert grand == pytest.approx(grand_ref, rel=tol["rtol"], abs=tol["atol"] * k_scale)
+    # Eigenpairs of the explicitly built (centred) kernel matrix, whatever the gaps between eigenvalues.
+    if center:
+        reference.center_kernel(K)
+    V64, w64 = V.astype(np.float64), w.astype(np.float64)
+    np.testing.assert_allclose(V64.T @ V64, np.eye(s), atol=1e-4 if single else 1e-10)
+    assert np.linalg.norm(K @ V64 - V64 * w64, axis=0).max() <= (1e-3 if single else 1e-8) * scale
+    if not single:
+        # The spectra here have relative gaps above 8e-4, except beyond the rank (6) of linear and cosine.
+        distinct = s if kernel not in ("linear", "cosine") else min(s, 5)
+        assert _subspace_angle(V, V_ref[:, :distinct]) < 1e-6
+
+
+def test_kernel_top_eigsh_equals_the_stored_kernel_route(rng):
+    # The matrix-free solve and kernel_matrix + center_kernel + top_eigsh find the same pairs.
+    X, start = rng.normal(size=(500, 4)), rng.normal(size=(500, 12))
+    w, V, *_, means, grand = _core.kernel_top_eigsh(X, "rbf", 0.5, 3.0, 1.0, True, 6, start)
+    K = _core.kernel_matrix(X, None, "rbf", 0.5)
+    means_stored, grand_stored = _core.center_kernel(K)
+    w_stored, V_stored, *_ = _core.top_eigsh(K, 6, start)
+    np.testing.assert_allclose(w, w_stored, rtol=1e-8)
+    assert _subspace_angle(V, V_stored) < 1e-6
+    np.testing.assert_allclose(means, means_stored, rtol=1e-12)
+    assert grand == pytest.approx(grand_stored, rel=1e-12)
+
+
+@pytest.mark.parametrize("bad", [dict(n_components=0), dict(n_components=9), dict(tol=-1.0), dict(max_iter=0),
+                                 dict(start=np.ones((8, 0))), dict(start=np.ones((7, 2)))])
+def test_kernel_top_eigsh_validates_arguments(rng, bad):
+    args = dict(n_components=2, start=rng.normal(size=(8, 3)), tol=None, max_iter=None) | bad
+    with pytest.raises(ValueError):
+        _core.kernel_top_eigsh(rng.normal(size=(8, 3)), "rbf", 0.5, 3.0, 1.0, True, **args)
+
+
 def _interrupt_after_ready(body, seconds=1.0):
     """Runs `body` in a child Python, sends Ctrl-C `seconds` after it prints 'ready', returns its output.
 
@@ -479,5 +616,15 @@ def test_ctrl_c_interrupts_a_kernel_build_inside_its_parallel_region():
     body = (
         "X = np.random.default_rng(0).random((20000, 784), dtype=np.float32)\n"
         "def run(): _core.kernel_matrix(X, None, 'rbf', 0.01, 3.0, 1.0, 2)"
+    )
+    assert "interrupted" in _interrupt_after_ready(body)
+
+
+def test_ctrl_c_interrupts_a_matrix_free_product_between_tiles():
+    # K(X, X) B for N = 60000 recomputes 1.8e9 kernel entries (many seconds); the check runs between tiles.
+    body = (
+        "X = np.random.default_rng(0).random((60000, 64))\n"
+        "B = np.ones((60000, 8))\n"
+        "def run(): _core.kernel_product(X, None, B, 'rbf', 0.01, 3.0, 1.0, 2)"
     )
     assert "interrupted" in _interrupt_after_ready(body)

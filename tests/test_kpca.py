@@ -11,7 +11,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 
 from rkm import KernelPCA, _base, _core, datasets, kpca
 from rkm.kernels import RBF, kernel_matrix
-from rkm.kpca import _fit_memory_bytes
+from rkm._solvers import fit_memory_bytes as _fit_memory_bytes
 
 
 def _align_signs(A, B):
@@ -199,7 +199,7 @@ def test_converts_integer_fortran_and_strided_input(rng):
 def test_kernel_too_large_for_memory_raises_memory_error():
     X = np.zeros((2_000_000, 1))
     with pytest.raises(MemoryError, match="GiB"):
-        KernelPCA(2, random_state=0).fit(X)
+        KernelPCA(2, method="dense", random_state=0).fit(X)
 
 
 def test_single_sample_needs_uncentered_model():
@@ -309,3 +309,149 @@ def test_large_dense_solve_warns_with_its_expected_time(monkeypatch, blobs):
 def test_unknown_kernel_error_lists_precomputed(blobs):
     with pytest.raises(ValueError, match="choose one of .*tanimoto, precomputed"):
         KernelPCA(2, kernel="foo").fit(blobs)
+
+
+# ---------------------------------------------------------------------------------------------- large-N methods
+
+KERNELS = [("rbf", dict(gamma=0.05)), ("laplacian", dict(gamma=0.05)), ("poly", dict(gamma=0.1, degree=2)),
+           ("linear", {}), ("cosine", {}), ("tanimoto", {})]
+
+
+@pytest.mark.parametrize("center", [True, False])
+@pytest.mark.parametrize("kernel,params", KERNELS)
+def test_matrix_free_equals_the_stored_kernel(blobs, kernel, params, center):
+    X = np.abs(blobs[:600]) if kernel == "tanimoto" else blobs[:600]
+    options = dict(kernel=kernel, center=center, random_state=0, **params)
+    dense = KernelPCA(6, method="dense", eigen_solver="dense", **options).fit(X)
+    free = KernelPCA(6, method="matrix_free", **options).fit(X)
+    assert free.method_ == "matrix_free" and free.eigen_solver_ == "krylov"
+    np.testing.assert_allclose(free.eigenvalues_, dense.eigenvalues_, rtol=1e-9, atol=1e-9 * dense.eigenvalues_[0])
+    np.testing.assert_allclose(_align_signs(free.H_, dense.H_), dense.H_, atol=1e-6)
+    if center:
+        np.testing.assert_allclose(free.column_means_, dense.column_means_, atol=1e-12 * np.abs(dense.column_means_).max())
+    Xt = X[:50] * 1.01 + 0.01
+    Z = dense.transform(Xt)
+    np.testing.assert_allclose(_align_signs(free.transform(Xt), Z), Z, atol=1e-6 * np.abs(Z).max())
+
+
+def test_matrix_free_float32_matches_float64(blobs):
+    X = blobs[:800]
+    f64 = KernelPCA(5, gamma=0.05, method="matrix_free", random_state=0).fit(X)
+    f32 = KernelPCA(5, gamma=0.05, method="matrix_free", random_state=0).fit(X.astype(np.float32))
+    assert f32.H_.dtype == np.float32 and f32.transform(X[:10].astype(np.float32)).dtype == np.float32
+    np.testing.assert_allclose(f32.eigenvalues_, f64.eigenvalues_, rtol=1e-4)
+
+
+def test_transform_streams_the_training_set_like_explicit_kernel_rows(blobs):
+    # The tiled product with its rank-two centring equals centring explicit kernel rows (the former path).
+    model = KernelPCA(5, gamma=0.05, random_state=0).fit(blobs)
+    Xt = blobs[:40] + 0.3
+    K_rows = kernel_matrix(Xt, blobs, gamma=0.05)
+    K_c = K_rows - K_rows.mean(axis=1, keepdims=True) - model.column_means_ + model.grand_mean_
+    expected = K_c @ model.H_ / model.eigenvalues_
+    np.testing.assert_allclose(model.transform(Xt), expected, atol=1e-10 * np.abs(expected).max())
+
+
+def test_nystroem_with_every_point_a_landmark_is_exact(blobs):
+    X = blobs[:400]
+    dense = KernelPCA(6, gamma=0.05, method="dense", random_state=0).fit(X)
+    primal = KernelPCA(6, gamma=0.05, method="nystrom", n_landmarks=400, random_state=0).fit(X)
+    np.testing.assert_allclose(primal.eigenvalues_, dense.eigenvalues_, rtol=1e-8)
+    np.testing.assert_allclose(_align_signs(primal.H_, dense.H_), dense.H_, atol=1e-6)
+    Xt = X[:30] + 0.05
+    Z = dense.transform(Xt)
+    np.testing.assert_allclose(_align_signs(primal.transform(Xt), Z), Z, atol=1e-6 * np.abs(Z).max())
+    np.testing.assert_allclose(primal.column_means_, dense.column_means_, atol=1e-9)
+
+
+@pytest.mark.parametrize("method,option", [("nystrom", "n_landmarks"), ("rff", "n_features")])
+def test_primal_approximation_improves_with_rank(blobs, method, option):
+    exact = KernelPCA(5, gamma=0.05, method="dense", random_state=0).fit(blobs).eigenvalues_
+    errors = [
+        np.abs(KernelPCA(5, gamma=0.05, method=method, random_state=0, **{option: m}).fit(blobs).eigenvalues_ - exact).max()
+        / exact[0]
+        for m in (50, 1000)
+    ]
+    assert errors[1] < errors[0] / 3
+    assert errors[1] < (1e-3 if method == "nystrom" else 0.1)
+
+
+@pytest.mark.parametrize("method", ["nystrom", "rff"])
+def test_primal_training_projections_are_the_hidden_features(blobs, method):
+    model = KernelPCA(4, gamma=0.05, method=method, n_landmarks=200, n_features=300, random_state=0)
+    H = model.fit_transform(blobs)
+    np.testing.assert_allclose(H.T @ H, np.eye(4), atol=1e-10)
+    np.testing.assert_allclose(model.transform(blobs), H, atol=1e-8)
+    assert model.feature_map_.n_components_ == (200 if method == "nystrom" else 300)
+    assert model.primal_vectors_.shape == (model.feature_map_.n_components_, 4)
+
+
+def test_primal_uncentred_matches_the_uncentred_kernel(blobs):
+    X = blobs[:300]
+    dense = KernelPCA(4, gamma=0.05, center=False, method="dense", random_state=0).fit(X)
+    primal = KernelPCA(4, gamma=0.05, center=False, method="nystrom", n_landmarks=300, random_state=0).fit(X)
+    np.testing.assert_allclose(primal.eigenvalues_, dense.eigenvalues_, rtol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["matrix_free", "nystrom"])
+def test_large_n_methods_have_pre_images(blobs, method):
+    model = KernelPCA(6, gamma=0.05, method=method, n_landmarks=300, random_state=0).fit(blobs)
+    dense = KernelPCA(6, gamma=0.05, method="dense", random_state=0).fit(blobs)
+    X_new = blobs[:20] + 0.2
+    denoised = model.denoise(X_new)
+    assert denoised.shape == X_new.shape and np.all(np.isfinite(denoised))
+    scale = np.abs(blobs).max()
+    tolerance = 1e-6 if method == "matrix_free" else 0.3
+    np.testing.assert_allclose(denoised, dense.denoise(X_new), atol=tolerance * scale)
+
+
+def test_auto_picks_by_memory_then_size(blobs, monkeypatch):
+    assert KernelPCA(3, gamma=0.05, random_state=0).fit(blobs).method_ == "dense"
+    # With too little memory for the N x N kernel, "auto" recomputes it, and beyond the size limit approximates.
+    monkeypatch.setattr(kpca, "available_memory_bytes", lambda: 4 * blobs.shape[0] ** 2)
+    assert KernelPCA(3, gamma=0.05, random_state=0).fit(blobs).method_ == "matrix_free"
+    monkeypatch.setattr(kpca, "_AUTO_MATRIX_FREE_MAX_SAMPLES", 1000)
+    model = KernelPCA(3, gamma=0.05, random_state=0).fit(blobs)
+    assert model.method_ == "nystrom" and model.feature_map_.n_components_ == 1000
+    assert KernelPCA(3, kernel="precomputed").fit(kernel_matrix(blobs[:50], gamma=0.05)).method_ == "dense"
+
+
+def test_matrix_free_memory_is_checked_before_allocating(monkeypatch):
+    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2**20)
+    with pytest.raises(MemoryError, match=r"X: a matrix-free kernel PCA fit of 3000 samples .* GiB"):
+        KernelPCA(2, method="matrix_free").fit(np.ones((3000, 4)))
+
+
+def test_primal_memory_is_checked_before_allocating(monkeypatch):
+    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2**20)
+    with pytest.raises(MemoryError, match=r"X: a nystrom kernel PCA fit of 3000 samples with 100 features"):
+        KernelPCA(2, method="nystrom", n_landmarks=100).fit(np.random.default_rng(0).random((3000, 4)))
+
+
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        (dict(method="fast"), "method: must be one of"),
+        (dict(method="matrix_free", kernel="precomputed"), "method: 'matrix_free' evaluates the kernel"),
+        (dict(method="nystrom", kernel="precomputed"), "method: 'nystrom' evaluates the kernel"),
+        (dict(method="rff", kernel="poly"), "method: 'rff' has random Fourier features for the rbf"),
+        (dict(method="nystrom", n_landmarks=500), "n_landmarks: at most n_samples=100"),
+        (dict(method="nystrom", n_landmarks=0), "n_landmarks: must be a positive int"),
+        (dict(method="rff", n_features=0), "n_features: must be a positive int"),
+        (dict(method="rff", n_features=2.5), "n_features: must be a positive int"),
+        (dict(method="nystrom", landmarks="random"), "landmarks: must be one of"),
+        (dict(method="matrix_free", eigen_solver="dense"), "eigen_solver: 'dense' needs the stored kernel"),
+        (dict(method="nystrom", preimage="ridge"), "preimage: 'ridge' solves an n_samples x n_samples"),
+        (dict(method="rff", n_features=3, n_components=5), "n_components: at most the 3 features"),
+    ],
+)
+def test_large_n_methods_reject_bad_parameters(params, message):
+    X = np.random.default_rng(0).random((100, 4))
+    params = {"n_components": 2, **params}
+    with pytest.raises(ValueError, match=message):
+        KernelPCA(random_state=0, **params).fit(X)
+
+
+def test_matrix_free_needs_a_number_of_components():
+    with pytest.raises(ValueError, match="n_components: method='matrix_free' needs"):
+        KernelPCA(method="matrix_free").fit(np.random.default_rng(0).random((50, 3)))

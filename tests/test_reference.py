@@ -8,12 +8,14 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.linalg
 from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.preprocessing import KernelCenterer
 from threadpoolctl import threadpool_info
 
 from rkm import reference
+from rkm.reference import _blocks, _validation
 
 SKLEARN_KERNELS = ["linear", "poly", "rbf", "laplacian", "cosine"]
 # (n_x, n_y, n_features); n_y = None means Y is omitted.
@@ -304,15 +306,117 @@ def test_top_eigsh_operator_equals_top_eigsh(dtype):
 
 
 # --------------------------------------------------------------------------
+# matrix-free kernel products, Fourier features and kernel eigenpairs
+# --------------------------------------------------------------------------
+
+# (n_x, n_y, n_features, b); n_y = None means Y is omitted. 30 rows take several blocks of small_blocks.
+PRODUCT_SHAPES = [(1, None, 1, 1), (1, 4, 2, 1), (7, None, 1, 2), (6, 4, 3, 1), (30, None, 4, 5), (30, 11, 4, 3)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", PRODUCT_SHAPES)
+@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+def test_kernel_product_is_kernel_matrix_times_block(small_blocks, kernel, shape, dtype):
+    n_x, n_y, d, b = shape
+    X, Y = _data(n_x, n_y, d, dtype, seed=21)
+    B = _rng(22).normal(size=(n_x if n_y is None else n_y, b)).astype(dtype)
+    got = reference.kernel_product(X, Y, B, kernel=kernel, gamma=0.3)
+    X64, B64 = X.astype(np.float64), B.astype(np.float64)
+    K = _direct_kernel(kernel, X64, X64 if Y is None else Y.astype(np.float64), 0.3)
+    # Entries of K @ B may cancel: tolerances scale with |K| @ |B|.
+    scale = (np.abs(K) @ np.abs(B64)).max()
+    tol = dict(rtol=1e-4, atol=1e-5 * scale) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12 * scale)
+    assert got.shape == (n_x, b) and got.dtype == dtype
+    np.testing.assert_allclose(got, K @ B64, **tol)
+    np.testing.assert_allclose(got, reference.kernel_matrix(X, Y, kernel=kernel, gamma=0.3) @ B64, **tol)
+
+
+def test_kernel_product_is_float32_only_when_every_input_is():
+    X, Y = _data(5, 4, 2, np.float32)
+    B = np.ones((4, 2))
+    assert reference.kernel_product(X, Y, B.astype(np.float32)).dtype == np.float32
+    assert reference.kernel_product(X, Y, B).dtype == np.float64
+    assert reference.kernel_product(X, Y.astype(np.float64), B.astype(np.float32)).dtype == np.float64
+    assert reference.kernel_product(np.ones((3, 2), int), None, np.ones((3, 1), int), "linear").dtype == np.float64
+
+
+def test_kernel_product_has_the_exact_rbf_diagonal():
+    # Far from the origin ||x||^2 + ||y||^2 - 2 x^T y cancels; the diagonal k(x, x) = 1 stays exact.
+    X = np.array([[1e8, 0.0], [1e8 + 1e3, 0.0]])
+    np.testing.assert_array_equal(reference.kernel_product(X, None, np.eye(2), kernel="rbf", gamma=1.0), np.eye(2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, d, D", [(1, 1, 1), (1, 3, 4), (6, 1, 3), (30, 4, 9)])
+def test_fourier_features_match_their_formula(small_blocks, n, d, D, dtype):
+    rng = _rng(23)
+    X, W = rng.normal(size=(n, d)).astype(dtype), rng.normal(size=(d, D)).astype(dtype)
+    offset = rng.uniform(0, 2 * np.pi, size=D).astype(dtype)
+    Z = reference.fourier_features(X, W, offset)
+    expected = np.sqrt(2.0 / D) * np.cos(X.astype(np.float64) @ W.astype(np.float64) + offset.astype(np.float64))
+    assert Z.shape == (n, D) and Z.dtype == dtype
+    np.testing.assert_allclose(Z, expected, **_tol(dtype))
+
+
+def test_fourier_features_are_float32_only_when_every_input_is():
+    X, W, offset = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32), np.zeros(4, np.float32)
+    assert reference.fourier_features(X, W, offset).dtype == np.float32
+    assert reference.fourier_features(X, W, offset.astype(np.float64)).dtype == np.float64
+    assert reference.fourier_features(X.astype(int), W, offset).dtype == np.float64
+
+
+def test_fourier_features_approximate_the_rbf_kernel():
+    # Rahimi and Recht 2007: w ~ N(0, 2 gamma I), b ~ U[0, 2 pi) give E[phi(x)^T phi(y)] = exp(-gamma ||x - y||^2);
+    # the error of D = 20000 features is of order 1 / sqrt(D).
+    rng, gamma, D = _rng(24), 0.5, 20000
+    X = rng.normal(size=(6, 3))
+    W = rng.normal(scale=np.sqrt(2 * gamma), size=(3, D))
+    Z = reference.fourier_features(X, W, rng.uniform(0, 2 * np.pi, size=D))
+    np.testing.assert_allclose(Z @ Z.T, pairwise_kernels(X, metric="rbf", gamma=gamma), atol=0.05)
+
+
+def _centred(K):
+    H = np.eye(len(K)) - 1.0 / len(K)
+    return H @ K @ H
+
+
+def _oriented(V):
+    """V with each column's largest-magnitude entry positive, as the reference returns eigenvectors."""
+    rows = np.argmax(np.abs(V), axis=0)
+    return V * np.sign(V[rows, np.arange(V.shape[1])])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("center", [True, False])
+@pytest.mark.parametrize("n, s", [(1, 1), (20, 3)])
+@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+def test_kernel_top_eigsh_matches_scipy_on_the_explicit_kernel(kernel, n, s, center, dtype):
+    X, _ = _data(n, None, 4, dtype, seed=25)
+    start = _start(n, s + 2, dtype)
+    w, V, residuals, n_iter, converged, column_means, grand_mean = reference.kernel_top_eigsh(
+        X, kernel, 0.3, 3, 1.0, center, s, start)
+    K = _direct_kernel(kernel, X.astype(np.float64), X.astype(np.float64), 0.3)
+    w_all, V_all = scipy.linalg.eigh(_centred(K) if center else K)
+    atol = (1e-4 if dtype == np.float32 else 1e-10) * max(1.0, np.abs(w_all).max())
+    assert w.dtype == V.dtype == column_means.dtype == dtype and isinstance(grand_mean, float)
+    assert (n_iter, converged) == (1, True) and residuals.shape == (s,)
+    np.testing.assert_allclose(w, w_all[::-1][:s], atol=atol)
+    # The spectra at these shapes are simple: the eigenvectors are those of scipy, oriented.
+    np.testing.assert_allclose(V, _oriented(V_all[:, ::-1][:, :s]), atol=1e-3 if dtype == np.float32 else 1e-8)
+    np.testing.assert_allclose(column_means, K.mean(axis=0) if center else 0.0, **_tol(dtype))
+    assert grand_mean == (pytest.approx(K.mean(), rel=1e-6) if center else 0.0)
+
+
+# --------------------------------------------------------------------------
 # row blocks
 # --------------------------------------------------------------------------
 
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks and mirrored tiles of at most 7 rows: small inputs take several, and a partial last one."""
-    monkeypatch.setattr(reference, "_MAX_BLOCK_ROWS", 7)
-    monkeypatch.setattr(reference, "_MIRROR_TILE", 7)
-    assert len(reference._row_blocks(30, 8 * 30)) == 5
+    monkeypatch.setattr(_blocks, "MAX_BLOCK_ROWS", 7)
+    monkeypatch.setattr(_blocks, "MIRROR_TILE", 7)
+    assert len(_blocks.row_blocks(30, 8 * 30)) == 5
 
 
 def _direct_kernel(kernel, X, Y, gamma):
@@ -377,7 +481,7 @@ def test_kernel_gradient_in_several_blocks(monkeypatch, kernel):
     rng = _rng(14)
     X, Y, W = rng.normal(size=(30, 3)), rng.normal(size=(8, 3)), rng.normal(size=(30, 8))
     whole = reference.kernel_gradient(X, Y, W, kernel, 0.3)
-    monkeypatch.setattr(reference, "_MAX_BLOCK_ROWS", 7)
+    monkeypatch.setattr(_blocks, "MAX_BLOCK_ROWS", 7)
     np.testing.assert_allclose(reference.kernel_gradient(X, Y, W, kernel, 0.3), whole, rtol=1e-13, atol=1e-15)
 
 
@@ -483,6 +587,33 @@ def test_overflowing_kernel_gradient_is_an_error():
                                   coef0=0.0)
 
 
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("cross", [False, True])
+def test_overflowing_kernel_product_is_an_error(cross):
+    X = _data(6, None, 3, np.float64, seed=18)[0]
+    Y = X.copy() if cross else None
+    with pytest.raises(ValueError, match="^X: the linear kernel overflows float64"):
+        reference.kernel_product(X * 1e160, None if Y is None else Y * 1e160, np.ones((6, 2)), kernel="linear")
+    # Finite kernel values (all near 1 with this gamma) whose products with B do not fit.
+    with pytest.raises(ValueError, match="^X: the rbf kernel product overflows float64"):
+        reference.kernel_product(X, Y, np.full((6, 2), 1e308), kernel="rbf", gamma=1e-6)
+    X32, Y32 = X.astype(np.float32), None if Y is None else Y.astype(np.float32)
+    with pytest.raises(ValueError, match="^X: the rbf kernel product overflows float32") as error:
+        reference.kernel_product(X32, Y32, np.full((6, 2), 1e38, np.float32), kernel="rbf", gamma=1e-6)
+    assert str(error.value).endswith("or use float64")
+
+
+@pytest.mark.filterwarnings("error")
+def test_overflowing_fourier_phases_are_an_error():
+    X, W, offset = np.full((2, 3), 1e20, np.float32), np.full((3, 4), 1e20, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="^X: the Fourier feature phase X @ W \\+ offset overflows float32"):
+        reference.fourier_features(X, W, offset)
+    # In float64 the phases fit: cos of a large finite number is a number.
+    assert np.all(np.isfinite(reference.fourier_features(X.astype(np.float64), W, offset)))
+    with pytest.raises(ValueError, match="^X: the Fourier feature phase X @ W \\+ offset overflows float64"):
+        reference.fourier_features(X.astype(np.float64) * 1e280, W, offset)
+
+
 def test_constant_poly_kernel_has_zero_gradient():
     # degree 0 makes the kernel 1 everywhere, also where the base x^T y vanishes.
     G = reference.kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0,
@@ -506,7 +637,8 @@ def _inputs():
     rng = _rng(17)
     X, Y = rng.normal(size=(6, 3)), rng.normal(size=(4, 3))
     return dict(X=X, Y=Y, W=rng.normal(size=(6, 4)), A=_random_symmetric(6, seed=17), start=rng.normal(size=(6, 2)),
-                K=pairwise_kernels(X, metric="rbf"), K_rows=pairwise_kernels(Y, X, metric="rbf"))
+                K=pairwise_kernels(X, metric="rbf"), K_rows=pairwise_kernels(Y, X, metric="rbf"),
+                weights=rng.normal(size=(3, 5)), offset=rng.uniform(0, 2 * np.pi, size=5))
 
 
 def _poisoned(A, value, index=(1, 0)):
@@ -544,6 +676,17 @@ NON_FINITE_CASES = {
     "block_product-X": ("X", lambda d, v: reference.block_product(d["A"], _poisoned(d["start"], v))),
     "transposed_product-A": ("A", lambda d, v: reference.transposed_product(_poisoned(d["A"], v), d["start"])),
     "transposed_product-B": ("B", lambda d, v: reference.transposed_product(d["A"], _poisoned(d["start"], v))),
+    "kernel_product-X": ("X", lambda d, v: reference.kernel_product(_poisoned(d["X"], v), d["Y"], d["W"].T)),
+    "kernel_product-Y": ("Y", lambda d, v: reference.kernel_product(d["X"], _poisoned(d["Y"], v), d["W"].T)),
+    "kernel_product-B": ("B", lambda d, v: reference.kernel_product(d["X"], None, _poisoned(d["start"], v))),
+    "fourier_features-X": ("X", lambda d, v: reference.fourier_features(_poisoned(d["X"], v), d["weights"], d["offset"])),
+    "fourier_features-W": ("W", lambda d, v: reference.fourier_features(d["X"], _poisoned(d["weights"], v), d["offset"])),
+    "fourier_features-offset": (
+        "offset", lambda d, v: reference.fourier_features(d["X"], d["weights"], _poisoned(d["offset"], v, 1))),
+    "kernel_top_eigsh-X": (
+        "X", lambda d, v: reference.kernel_top_eigsh(_poisoned(d["X"], v), "rbf", 0.5, 3, 1.0, True, 2, d["start"])),
+    "kernel_top_eigsh-start": (
+        "start", lambda d, v: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, _poisoned(d["start"], v))),
 }
 
 
@@ -645,6 +788,20 @@ BAD_SHAPE_CASES = {
     "block_product X": ("X", lambda d: reference.block_product(d["A"], d["start"][:5])),
     "block_product square": ("A", lambda d: reference.block_product(d["W"], d["W"].T, symmetric=True)),
     "transposed_product B": ("B", lambda d: reference.transposed_product(d["A"], d["start"][:5])),
+    "kernel_product B rows": ("B", lambda d: reference.kernel_product(d["X"], d["Y"], d["start"])),
+    "kernel_product B rows symmetric": ("B", lambda d: reference.kernel_product(d["X"], None, d["W"].T)),
+    "kernel_product B 1-D": ("B", lambda d: reference.kernel_product(d["X"], None, d["start"][:, 0])),
+    "kernel_product B no columns": ("B", lambda d: reference.kernel_product(d["X"], None, d["start"][:, :0])),
+    "kernel_product Y features": ("Y", lambda d: reference.kernel_product(d["X"], d["Y"][:, :2], d["W"].T)),
+    "fourier W rows": ("W", lambda d: reference.fourier_features(d["X"], d["weights"][:2], d["offset"])),
+    "fourier W no columns": ("W", lambda d: reference.fourier_features(d["X"], d["weights"][:, :0], d["offset"][:0])),
+    "fourier offset length": ("offset", lambda d: reference.fourier_features(d["X"], d["weights"], d["offset"][:4])),
+    "fourier offset 2-D": ("offset", lambda d: reference.fourier_features(d["X"], d["weights"], d["offset"][None])),
+    "fourier offset complex": ("offset", lambda d: reference.fourier_features(d["X"], d["weights"], d["offset"] + 1j)),
+    "kernel_top_eigsh X 1-D": ("X", lambda d: reference.kernel_top_eigsh(d["X"][0], "rbf", 0.5, 3, 1.0, True, 1,
+                                                                          d["start"])),
+    "kernel_top_eigsh start rows": ("start", lambda d: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2,
+                                                                                   d["start"][:5])),
 }
 
 
@@ -677,6 +834,24 @@ def test_top_eigsh_arguments_are_validated(argument, value):
         reference.top_eigsh(d["A"], **args)
     with pytest.raises(ValueError, match=f"^{argument}: "):
         reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, **args)
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, **args)
+
+
+@pytest.mark.parametrize("center", [None, 1, "yes", np.array([True])])
+def test_kernel_top_eigsh_center_must_be_a_bool(center):
+    d = _inputs()
+    with pytest.raises(ValueError, match="^center: "):
+        reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, center, 2, d["start"])
+
+
+@pytest.mark.parametrize("argument, value", [("kernel", "sigmoid"), ("gamma", -1.0), ("degree", -1), ("coef0", np.nan)])
+def test_kernel_top_eigsh_validates_the_kernel(argument, value):
+    d = _inputs()
+    kernel_args = dict(kernel="poly" if argument in ("degree", "coef0") else "rbf", gamma=0.5, degree=3, coef0=1.0)
+    with pytest.raises(ValueError, match=f"^{argument}: "):
+        reference.kernel_top_eigsh(d["X"], **(kernel_args | {argument: value}), center=True, n_components=2,
+                                   start=d["start"])
 
 
 # Every public function, called with valid inputs and the given n_threads.
@@ -691,6 +866,10 @@ THREADED_CALLS = {
                                                                     n_threads=t),
     "block_product": lambda d, t: reference.block_product(d["A"], d["start"], n_threads=t),
     "transposed_product": lambda d, t: reference.transposed_product(d["A"], d["start"], n_threads=t),
+    "kernel_product": lambda d, t: reference.kernel_product(d["X"], d["Y"], d["W"].T, n_threads=t),
+    "fourier_features": lambda d, t: reference.fourier_features(d["X"], d["weights"], d["offset"], n_threads=t),
+    "kernel_top_eigsh": lambda d, t: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, d["start"],
+                                                                n_threads=t),
 }
 
 
@@ -710,13 +889,13 @@ def test_n_threads_is_validated(function, n_threads):
 @pytest.mark.parametrize("function", sorted(THREADED_CALLS))
 def test_n_threads_limits_the_blas_threads(monkeypatch, function, n_threads, expected):
     calls = []
-    original = reference.threadpool_limits
+    original = _validation.threadpool_limits
 
     def recording(limits=None, user_api=None):
         calls.append((limits, user_api))
         return original(limits=limits, user_api=user_api)
 
-    monkeypatch.setattr(reference, "threadpool_limits", recording)
+    monkeypatch.setattr(_validation, "threadpool_limits", recording)
     THREADED_CALLS[function](_inputs(), n_threads)
     if expected is None:
         assert calls == []

@@ -9,6 +9,9 @@ ESTIMATORS = [
     KernelPCA(n_components=2, random_state=0),
     KernelPCA(n_components=2, eigen_solver="krylov", random_state=0),
     KernelPCA(n_components=2, kernel="precomputed"),
+    KernelPCA(n_components=2, method="matrix_free", random_state=0),
+    KernelPCA(n_components=2, method="nystrom", n_landmarks=5, random_state=0),
+    KernelPCA(n_components=2, method="rff", n_features=50, random_state=0),
 ]
 
 

@@ -7,19 +7,14 @@
 
 namespace rkm::bind {
 
-namespace {
-
-template <typename T>
-double default_tol() {
-  return sizeof(T) == sizeof(float) ? 1e-4 : 1e-10;
-}
-
 // Block products allowed by default: enough for slowly converging spectra, growing with the number of
 // blocks the wanted pairs span.
 int default_max_iter(int n_components, Eigen::Index block_columns) {
   const Eigen::Index width = std::max<Eigen::Index>(block_columns, 1);  // a bad start is rejected later
   return static_cast<int>(100 + 10 * ((n_components + width - 1) / width));
 }
+
+namespace {
 
 template <typename T>
 py::tuple result_tuple(EigenResult<T>&& r) {

@@ -4,8 +4,6 @@
 
 namespace rkm::bind {
 
-namespace {
-
 KernelSpec make_spec(const std::string& kernel, std::optional<double> gamma, Eigen::Index n_features, double degree,
                      double coef0) {
   KernelSpec spec;
@@ -15,6 +13,8 @@ KernelSpec make_spec(const std::string& kernel, std::optional<double> gamma, Eig
   spec.coef0 = coef0;
   return spec;
 }
+
+namespace {
 
 template <typename T>
 py::array_t<T> kernel_matrix_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRef<T>> Y, const std::string& kernel,

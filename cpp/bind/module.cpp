@@ -41,4 +41,6 @@ PYBIND11_MODULE(_core, m) {
   rkm::bind::bind_kernels(m);
   rkm::bind::bind_center(m);
   rkm::bind::bind_eigs(m);
+  rkm::bind::bind_kernel_operator(m);
+  rkm::bind::bind_features(m);
 }

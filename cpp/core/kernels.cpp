@@ -1,6 +1,7 @@
 #include "core/kernels.hpp"
 
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
 #include "core/vector_math.hpp"
 
 #include <algorithm>
@@ -69,8 +70,7 @@ void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, cons
       v = (s.gamma * g + s.coef0).pow(s.degree);
       break;
     case KernelType::rbf:
-      v = -s.gamma * (nx + ny - 2.0 * g).max(0.0);
-      vector_exp(v_ptr, v_ptr, n);
+      vector_rbf(g_ptr, nx, ny_ptr, s.gamma, v_ptr, n);
       break;
     case KernelType::laplacian:
       v = -s.gamma * g;
@@ -98,33 +98,6 @@ double exact_self_value(KernelType type, double squared_norm) {
   return zero_is_special && squared_norm == 0.0 ? 0.0 : 1.0;
 }
 
-// Runs body(band, thread) for bands 0..n_bands-1 on the OpenMP threads, each taking the next band when it
-// finishes one. Thread 0, the one that entered the core, checks for Ctrl-C before its bands (at most every
-// 50 ms: each check takes the GIL), so an interrupt waits for about one band; nothing may throw inside the
-// region, so the other threads only stop taking bands and the exception is raised after it.
-template <typename Body>
-void for_each_band(Index n_bands, int threads, const Body& body) {
-  using Clock = std::chrono::steady_clock;
-  constexpr auto kCheckInterval = std::chrono::milliseconds(50);
-  std::atomic<Index> next{0};
-  std::atomic<bool> interrupted{false};
-  Clock::time_point last_check = Clock::now();
-#pragma omp parallel num_threads(threads)
-  {
-    const int thread = thread_index();
-    for (;;) {
-      if (thread == 0 && Clock::now() - last_check >= kCheckInterval) {
-        last_check = Clock::now();
-        if (interrupt_pending()) interrupted = true;
-      }
-      const Index k = interrupted ? n_bands : next++;
-      if (k >= n_bands) break;
-      body(k, static_cast<size_t>(thread));
-    }
-  }
-  if (interrupted) throw interrupted_error();
-}
-
 void l1_chunk(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, Index c_begin, MatrixRef<double> chunk) {
   for (Index i = 0; i < chunk.rows(); ++i) {
     for (Index c = 0; c < chunk.cols(); ++c) chunk(i, c) = (X.row(r0 + i) - Y.row(c_begin + c)).cwiseAbs().sum();
@@ -141,25 +114,6 @@ bool representable(const double* values, Index n) {
 }
 
 bool is_integer(double value) { return std::floor(value) == value; }
-
-// What the bands found wrong with the kernel values; each thread sets its own inside the OpenMP region, and
-// the calling thread reports them after it (nothing may throw inside the region).
-struct ValueFlags {
-  bool non_finite = false;     // an entry is NaN, infinite or beyond the output dtype's range
-  bool negative_base = false;  // a polynomial base gamma x^T y + coef0 < 0 under a non-integer degree
-
-  // Records a segment with a non-finite value, and whether a negative polynomial base explains it.
-  void record(const KernelSpec& spec, const double* inner_products, Index n) {
-    non_finite = true;
-    check_bases(spec, inner_products, n);
-  }
-
-  // Whether some polynomial base gamma x^T y + coef0 is negative under a non-integer degree.
-  void check_bases(const KernelSpec& spec, const double* inner_products, Index n) {
-    if (spec.type != KernelType::polynomial || is_integer(spec.degree)) return;
-    for (Index i = 0; i < n; ++i) negative_base |= spec.gamma * inner_products[i] + spec.coef0 < 0.0;
-  }
-};
 
 // Transforms a chunk of inner products (rows r0.., columns c_begin..) into kernel values, writing the
 // lower part of the chunk and, for a symmetric matrix, its mirror in the upper triangle: element (i, j)
@@ -267,6 +221,25 @@ std::string overflow_message(const KernelSpec& spec, const std::string& what) {
   return message;
 }
 
+// G <- Gd in T, refusing gradients that overflowed (or do not fit T).
+template <typename T>
+void store_gradient(const KernelSpec& spec, const DoubleMatrix& Gd, MatrixRef<T> G) {
+  G = Gd.template cast<T>();
+  if (!G.allFinite()) throw std::invalid_argument(overflow_message<T>(spec, "kernel gradient"));
+}
+
+}  // namespace
+
+void ValueFlags::record(const KernelSpec& spec, const double* inner_products, Index n) {
+  non_finite = true;
+  check_bases(spec, inner_products, n);
+}
+
+void ValueFlags::check_bases(const KernelSpec& spec, const double* inner_products, Index n) {
+  if (spec.type != KernelType::polynomial || is_integer(spec.degree)) return;
+  for (Index i = 0; i < n; ++i) negative_base |= spec.gamma * inner_products[i] + spec.coef0 < 0.0;
+}
+
 // A kernel matrix with NaN or infinite entries is an error, not a result: it names the cause.
 template <typename T>
 void report_value_flags(const KernelSpec& spec, const std::vector<ValueFlags>& flags) {
@@ -280,14 +253,38 @@ void report_value_flags(const KernelSpec& spec, const std::vector<ValueFlags>& f
   if (any(&ValueFlags::non_finite)) throw std::invalid_argument(overflow_message<T>(spec, "kernel"));
 }
 
-// G <- Gd in T, refusing gradients that overflowed (or do not fit T).
 template <typename T>
-void store_gradient(const KernelSpec& spec, const DoubleMatrix& Gd, MatrixRef<T> G) {
-  G = Gd.template cast<T>();
-  if (!G.allFinite()) throw std::invalid_argument(overflow_message<T>(spec, "kernel gradient"));
+KernelBlocks<T>::KernelBlocks(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec)
+    : spec_(spec), symmetric_(Y == nullptr) {
+  const bool shifted = spec.type == KernelType::rbf;
+  const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
+  x_ = to_double<T>(X, shift, shifted);
+  nx_ = x_.rowwise().squaredNorm();
+  if (symmetric_) return;
+  y_ = to_double<T>(*Y, shift, shifted);
+  ny_ = y_.rowwise().squaredNorm();
 }
 
-}  // namespace
+template <typename T>
+void KernelBlocks<T>::block(Index r0, Index c0, MatrixRef<double> out, ValueFlags& flags) const {
+  const Index rows = out.rows(), cols = out.cols();
+  if (spec_.type == KernelType::laplacian) {
+    l1_chunk(x_, y(), r0, c0, out);
+  } else {
+    blas::gemm<double>(blas::Op::none, blas::Op::transpose, x_.middleRows(r0, rows), y().middleRows(c0, cols), out,
+                       1.0, 0.0);
+  }
+  const Vector<double>& ny = y_norms();
+  for (Index i = 0; i < rows; ++i) {
+    double* row = &out(i, 0);
+    flags.check_bases(spec_, row, cols);  // before the transform overwrites the inner products
+    transform_segment(spec_, row, nx_[r0 + i], ny.data() + c0, row, cols);
+    if (!representable<T>(row, cols)) flags.non_finite = true;
+    const Index diagonal = r0 + i - c0;
+    if (symmetric_ && diagonal >= 0 && diagonal < cols && has_exact_self_value(spec_.type))
+      row[diagonal] = exact_self_value(spec_.type, nx_[r0 + i]);
+  }
+}
 
 template <typename T>
 void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
@@ -301,13 +298,9 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   if (n_x == 0 || n_y == 0) return;
   ThreadGuard guard(n_threads);
 
-  const bool shifted = spec.type == KernelType::rbf;
-  const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
-  const DoubleMatrix Xd = to_double<T>(X, shift, shifted);
-  const DoubleMatrix Yd = symmetric ? DoubleMatrix() : to_double<T>(*Y, shift, shifted);
-  const DoubleMatrix& Ys = symmetric ? Xd : Yd;
-  const Vector<double> nx = Xd.rowwise().squaredNorm();
-  const Vector<double> ny = symmetric ? nx : Vector<double>(Ys.rowwise().squaredNorm());
+  const KernelBlocks<T> values(X, Y, spec);
+  const DoubleMatrix &Xd = values.x(), &Ys = values.y();
+  const Vector<double> &nx = values.x_norms(), &ny = values.y_norms();
 
   // Each thread builds whole bands of rows with its own cache-sized buffer and single-threaded GEMMs, so
   // no BLAS thread pool competes with the OpenMP threads (the Python layer runs BLAS on one thread here).
@@ -324,7 +317,7 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
                                       DoubleMatrix(std::min(band_rows, n_x), std::min(chunk_columns, n_y)));
   std::vector<std::vector<double>> tiles(scratches.size());
   std::vector<ValueFlags> flags(scratches.size());
-  for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
+  for_each_item(n_bands, guard.threads(), Schedule::dynamic, [&](Index k, size_t tid) {
     const Index r0 = k * band_rows, rows = std::min(band_rows, n_x - r0);
     const Index cols = symmetric ? r0 + rows : n_y;
     for (Index c0 = 0; c0 < cols; c0 += chunk_columns) {
@@ -359,9 +352,8 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
   if (n == 0 || d == 0) return;
   ThreadGuard guard(n_threads);
   // rbf depends on x - y only, so both sets shift by the mean of X (as in kernel_matrix_into).
-  const bool shifted = spec.type == KernelType::rbf;
-  const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
-  const DoubleMatrix Xd = to_double<T>(X, shift, shifted), Yd = to_double<T>(Y, shift, shifted);
+  const KernelBlocks<T> values(X, &Y, spec);
+  const DoubleMatrix &Xd = values.x(), &Yd = values.y();
   const DoubleMatrix Wd = W.template cast<double>();
   DoubleMatrix Gd(n, d);
   if (spec.type == KernelType::laplacian) {
@@ -369,13 +361,13 @@ void kernel_gradient_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>& Y
     store_gradient<T>(spec, Gd, G);
     return;
   }
-  const Vector<double> nx = Xd.rowwise().squaredNorm(), ny = Yd.rowwise().squaredNorm();
+  const Vector<double> &nx = values.x_norms(), &ny = values.y_norms();
   const Index band_rows = std::clamp<Index>(kBandBytes / (8 * std::max<Index>(m, 1)), 16, 512);
   const Index n_bands = (n + band_rows - 1) / band_rows;
   // Single-threaded GEMMs on each of the core's threads, as for kernel matrices.
   std::vector<DoubleMatrix> coefficients(static_cast<size_t>(guard.threads()), DoubleMatrix(std::min(band_rows, n), m));
   std::vector<ValueFlags> flags(coefficients.size());
-  for_each_band(n_bands, guard.threads(), [&](Index k, size_t tid) {
+  for_each_item(n_bands, guard.threads(), Schedule::dynamic, [&](Index k, size_t tid) {
     const Index r0 = k * band_rows, rows = std::min(band_rows, n - r0);
     MatrixRef<double> band = coefficients[tid].topRows(rows);
     blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Yd, band, 1.0, 0.0);
@@ -398,6 +390,10 @@ template void kernel_gradient_into<double>(const ConstMatrixRef<double>&, const 
                                            const ConstMatrixRef<double>&, const KernelSpec&, MatrixRef<double>, int);
 template void kernel_matrix_into<float>(const ConstMatrixRef<float>&, const ConstMatrixRef<float>*,
                                         const KernelSpec&, MatrixRef<float>, int, bool);
+template class KernelBlocks<float>;
+template class KernelBlocks<double>;
+template void report_value_flags<float>(const KernelSpec&, const std::vector<ValueFlags>&);
+template void report_value_flags<double>(const KernelSpec&, const std::vector<ValueFlags>&);
 template void kernel_matrix_into<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
                                          const KernelSpec&, MatrixRef<double>, int, bool);
 

@@ -4,6 +4,7 @@
 #include "core/common.hpp"
 
 #include <string>
+#include <vector>
 
 namespace rkm {
 
@@ -19,6 +20,51 @@ struct KernelSpec {
 };
 
 KernelType parse_kernel(const std::string& name);
+
+// What kernel evaluation found wrong with its values. Each thread keeps its own inside OpenMP regions (nothing
+// may throw there); report_value_flags raises for all of them after the region.
+struct ValueFlags {
+  bool non_finite = false;     // an entry is NaN, infinite or beyond the output dtype's range
+  bool negative_base = false;  // a polynomial base gamma x^T y + coef0 < 0 under a non-integer degree
+
+  // Records a segment with a non-finite value, and whether a negative polynomial base explains it.
+  void record(const KernelSpec& spec, const double* inner_products, Eigen::Index n);
+  // Whether some polynomial base gamma x^T y + coef0 is negative under a non-integer degree.
+  void check_bases(const KernelSpec& spec, const double* inner_products, Eigen::Index n);
+};
+
+// Throws std::invalid_argument naming the cause when a thread's flags are set.
+template <typename T>
+void report_value_flags(const KernelSpec& spec, const std::vector<ValueFlags>& flags);
+
+// Kernel values between the rows of X and those of Y (or of X itself), a block at a time, for routines that
+// never hold the whole matrix. Keeps both sets in double (shifted by the mean of X for rbf, which removes
+// most of the cancellation in ||x||^2 + ||y||^2 - 2 x^T y) with their squared norms.
+template <typename T>
+class KernelBlocks {
+ public:
+  // Y == nullptr means Y = X; X and Y must stay alive only during construction.
+  KernelBlocks(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec);
+
+  Eigen::Index rows() const { return x_.rows(); }
+  Eigen::Index cols() const { return symmetric_ ? x_.rows() : y_.rows(); }
+  bool symmetric() const { return symmetric_; }
+  const KernelSpec& spec() const { return spec_; }
+  const RowMatrix<double>& x() const { return x_; }
+  const RowMatrix<double>& y() const { return symmetric_ ? x_ : y_; }
+  const Vector<double>& x_norms() const { return nx_; }
+  const Vector<double>& y_norms() const { return symmetric_ ? nx_ : ny_; }
+
+  // out = K(x_r0.., y_c0..) for the out.rows() x out.cols() block at (r0, c0); on the diagonal of a
+  // symmetric matrix the exact k(x, x) where the kernel has one. Values beyond T's range go to `flags`.
+  void block(Eigen::Index r0, Eigen::Index c0, MatrixRef<double> out, ValueFlags& flags) const;
+
+ private:
+  KernelSpec spec_;
+  bool symmetric_;
+  RowMatrix<double> x_, y_;
+  Vector<double> nx_, ny_;
+};
 
 // Writes K(X, Y) into out (n_x x n_y); Y == nullptr means Y = X and builds one triangle, mirrored unless
 // lower_only (then the strict upper triangle of out is left untouched, for consumers that read the lower

@@ -2,6 +2,7 @@
 
 #include "core/isa.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -69,11 +70,107 @@ __attribute__((always_inline)) inline void exp_array(const double* x, double* ou
   std::memcpy(out + i, result, static_cast<size_t>(n - i) * sizeof(double));
 }
 
+template <int VectorBytes>
+__attribute__((always_inline)) inline void rbf_vector(const double* g, double nx, const double* ny, double gamma,
+                                                      double* out) {
+  typedef double V __attribute__((vector_size(VectorBytes)));
+  V gv, nyv;
+  std::memcpy(&gv, g, sizeof gv);
+  std::memcpy(&nyv, ny, sizeof nyv);
+  V distance = nx + nyv - 2.0 * gv;
+  distance = distance < 0.0 ? V{} : distance;  // rounding can make it slightly negative; NaN stays
+  const V exponent = -gamma * distance;
+  double buffer[VectorBytes / sizeof(double)];
+  std::memcpy(buffer, &exponent, sizeof exponent);
+  exp_vector<VectorBytes>(buffer, out);
+}
+
+template <int VectorBytes>
+__attribute__((always_inline)) inline void rbf_array(const double* g, double nx, const double* ny, double gamma,
+                                                     double* out, Index n) {
+  constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
+  Index i = 0;
+  for (; i + L <= n; i += L) rbf_vector<VectorBytes>(g + i, nx, ny + i, gamma, out + i);
+  if (i == n) return;
+  double g_tail[L] = {}, ny_tail[L] = {}, result[L];
+  std::memcpy(g_tail, g + i, static_cast<size_t>(n - i) * sizeof(double));
+  std::memcpy(ny_tail, ny + i, static_cast<size_t>(n - i) * sizeof(double));
+  rbf_vector<VectorBytes>(g_tail, nx, ny_tail, gamma, result);
+  std::memcpy(out + i, result, static_cast<size_t>(n - i) * sizeof(double));
+}
+
+// cos of one vector of L doubles. x = k pi/2 + r with |r| <= pi/4 (k rounded as in exp_vector; pi/2 in
+// three parts, the first of 33 bits so that k times it is exact for |k| < 2^20), then fdlibm's minimax
+// polynomials for sin r and cos r on [-pi/4, pi/4], chosen and signed by k mod 4.
+template <int VectorBytes>
+__attribute__((always_inline)) inline void cos_vector(const double* x, double* out) {
+  typedef double V __attribute__((vector_size(VectorBytes)));
+  typedef std::int64_t I __attribute__((vector_size(VectorBytes)));
+  constexpr double kShifter = 0x1.8p52, kTwoOverPi = 6.36619772367581382433e-01;
+  constexpr double kPio2A = 1.57079632673412561417e+00, kPio2B = 6.07710050630396597660e-11,
+                   kPio2C = 2.02226624871116645580e-21;
+  V v;
+  std::memcpy(&v, x, sizeof v);
+  V kd = v * kTwoOverPi + kShifter;
+  I k_bits;
+  std::memcpy(&k_bits, &kd, sizeof kd);
+  kd -= kShifter;
+  const V r = ((v - kd * kPio2A) - kd * kPio2B) - kd * kPio2C;
+  const V z = r * r;
+  const V sin_r = r + r * z * (-1.66666666666666324348e-01 +
+                               z * (8.33333333332248946124e-03 +
+                                    z * (-1.98412698298579493134e-04 +
+                                         z * (2.75573137070700676789e-06 +
+                                              z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)))));
+  const V cos_r = 1.0 - 0.5 * z +
+                  z * z * (4.16666666666666019037e-02 +
+                           z * (-1.38888888888741095749e-03 +
+                                z * (2.48015872894767294178e-05 +
+                                     z * (-2.75573143513906633035e-07 +
+                                          z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+  const I quadrant = k_bits & 3;
+  V result = (quadrant & 1) == 0 ? cos_r : sin_r;
+  result = ((quadrant == 1) | (quadrant == 2)) ? -result : result;
+  std::memcpy(out, &result, sizeof result);
+}
+
+template <int VectorBytes>
+__attribute__((always_inline)) inline void cos_array(const double* x, double* out, Index n) {
+  constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
+  constexpr double kLargest = 1e5;  // beyond it the reduction loses accuracy
+  Index i = 0;
+  for (; i + L <= n; i += L) {
+    bool ordinary = true;
+    for (Index j = 0; j < L; ++j) ordinary &= std::abs(x[i + j]) < kLargest;  // false for NaN too
+    if (ordinary) {
+      cos_vector<VectorBytes>(x + i, out + i);
+    } else {
+      for (Index j = 0; j < L; ++j) out[i + j] = std::cos(x[i + j]);
+    }
+  }
+  for (; i < n; ++i) out[i] = std::cos(x[i]);
+}
+
 void exp_baseline(const double* x, double* out, Index n) { exp_array<16>(x, out, n); }
+
+void cos_baseline(const double* x, double* out, Index n) { cos_array<16>(x, out, n); }
+
+void rbf_baseline(const double* g, double nx, const double* ny, double gamma, double* out, Index n) {
+  rbf_array<16>(g, nx, ny, gamma, out, n);
+}
 
 #ifdef RKM_HAVE_AVX2_DISPATCH
 __attribute__((target("avx2,fma"))) void exp_avx2(const double* x, double* out, Index n) {
   exp_array<32>(x, out, n);
+}
+
+__attribute__((target("avx2,fma"))) void cos_avx2(const double* x, double* out, Index n) {
+  cos_array<32>(x, out, n);
+}
+
+__attribute__((target("avx2,fma"))) void rbf_avx2(const double* g, double nx, const double* ny, double gamma,
+                                                   double* out, Index n) {
+  rbf_array<32>(g, nx, ny, gamma, out, n);
 }
 #endif
 
@@ -84,6 +181,20 @@ void vector_exp(const double* x, double* out, Index n) {
   if (use_avx2()) return exp_avx2(x, out, n);
 #endif
   exp_baseline(x, out, n);
+}
+
+void vector_rbf(const double* g, double nx, const double* ny, double gamma, double* out, Index n) {
+#ifdef RKM_HAVE_AVX2_DISPATCH
+  if (use_avx2()) return rbf_avx2(g, nx, ny, gamma, out, n);
+#endif
+  rbf_baseline(g, nx, ny, gamma, out, n);
+}
+
+void vector_cos(const double* x, double* out, Index n) {
+#ifdef RKM_HAVE_AVX2_DISPATCH
+  if (use_avx2()) return cos_avx2(x, out, n);
+#endif
+  cos_baseline(x, out, n);
 }
 
 }  // namespace rkm

@@ -26,7 +26,8 @@ from threadpoolctl import threadpool_limits
 from rkm import _core, reference
 from rkm._config import config
 from rkm.kernels import kernel_matrix
-from rkm.kpca import KernelPCA, krylov_block_size
+from rkm._solvers import krylov_block_size
+from rkm.kpca import KernelPCA
 
 FULL = dict(
     kernel_sizes=[2000, 5000, 10000, 20000],
@@ -495,6 +496,31 @@ def write_section(path, heading, section):
         handle.write("\n".join(lines) + "\n")
 
 
+def _other_sections(lines, headings):
+    """The level-2 sections of `lines` whose headings are not in `headings`, each with its lines."""
+    kept, keep = [], False
+    for line in lines:
+        if _heading_level(line) in (1, 2):
+            keep = _heading_level(line) == 2 and line not in headings
+        if keep:
+            kept.append(line)
+    return kept
+
+
+def write_report(path, report):
+    """Write the suite's `report` to `path`, keeping the sections other benchmarks wrote there (the background
+    load comparison, bench/large_n.py, bench/dask_overhead.py) after it."""
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    headings = {line for line in report.splitlines() if _heading_level(line) == 2}
+    kept = _other_sections(lines, headings)
+    with open(path, "w") as handle:
+        handle.write(report.rstrip("\n") + "\n" + ("\n" + "\n".join(kept).rstrip("\n") + "\n" if kept else ""))
+
+
 def _heading_level(line):
     """1 for "# title", 2 for "## title" and so on; 0 for a line that is no markdown heading."""
     hashes = len(line) - len(line.lstrip("#"))
@@ -567,8 +593,7 @@ def main(argv=None, command="rkm bench"):
         if "eigen" in parts:
             results["eigen"] = bench_eigen_dtypes(sizes["eigen_sizes"], args.n_threads, log)
     report = render(results, vars(args) | {"command": command})
-    with open(args.output, "w") as handle:
-        handle.write(report + "\n")
+    write_report(args.output, report)
     log(f"wrote {args.output}")
     return 0
 

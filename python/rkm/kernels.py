@@ -131,6 +131,38 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
         return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads, lower_only)
 
 
+def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+    """K(X, Y) @ B without storing K: the kernel is evaluated a tile at a time.
+
+    Memory is that of X, Y and B (in double) plus one tile and one accumulator of the result per thread,
+    instead of the n_samples_X x n_samples_Y matrix. With Y None the symmetric K(X, X) is evaluated one
+    triangle at a time, each tile serving two products. The products of matrix-free kernel PCA.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples_X, n_features)
+    Y : array-like of shape (n_samples_Y, n_features), default=None (Y = X)
+    B : array-like of shape (n_samples_Y, n_columns)
+    kernel, gamma, degree, coef0, n_threads : as in :func:`kernel_matrix`
+
+    Returns
+    -------
+    ndarray of shape (n_samples_X, n_columns), float32 when all inputs are float32.
+    """
+    if isinstance(kernel, Kernel):
+        return kernel_product(X, Y, B, kernel.name, n_threads=n_threads, **kernel.params())
+    name, gamma, n_threads, arrays = _validated(
+        kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "B": B}, required=("X", "B")
+    )
+    X, Y, B = arrays["X"], arrays["Y"], arrays["B"]
+    n_y = X.shape[0] if Y is None else Y.shape[0]
+    if B.shape[0] != n_y:
+        raise ValueError(f"B: must have one row per sample of {'X' if Y is None else 'Y'} ({n_y}), got {B.shape[0]}")
+    # The core runs single-threaded GEMMs on each of its own threads.
+    with blas_threads(1):
+        return _core.kernel_product(X, Y, B, name, gamma, float(degree), float(coef0), n_threads)
+
+
 def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
     """Weighted gradients of k with respect to its first argument: G_i = sum_j W_ij d/dx k(x, y_j) at x_i.
 

@@ -1,29 +1,40 @@
 """Kernel PCA as a restricted kernel machine (Suykens 2017 section 3.4; Constr-DRKM section 4)."""
 
-import functools
 import numbers
-import os
-import time
-import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm import _core
+from rkm import _core, _primal, _solvers
 from rkm._base import (
     FLOAT_DTYPES,
+    available_memory_bytes,
     blas_threads,
     check_memory,
     check_n_threads,
     check_positive,
     thread_count,
 )
-from rkm.kernels import Kernel, canonical_kernel_name, kernel_matrix, resolve_gamma
+from rkm._dask import is_dask_array
+from rkm.features import Nystroem, RandomFourierFeatures
+from rkm.kernels import (
+    Kernel,
+    canonical_kernel_name,
+    kernel_matrix,
+    kernel_product,
+    resolve_gamma,
+)
 from rkm.preimage import gaussian_fixed_point, kernel_smoother
 
+_METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
+_PRIMAL_METHODS = ("nystrom", "rff")
+_LANDMARKS = ("uniform", "kmeans++", "renyi")
 _EIGEN_SOLVERS = ("auto", "dense", "krylov")
 _SCALINGS = ("hidden", "score", "sklearn")
 _PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
@@ -32,167 +43,24 @@ _DENSE_MAX_SAMPLES = 200
 # Beyond this many samples an explicitly requested dense solve warns with its expected time: LAPACK runs for
 # minutes and cannot be interrupted.
 _DENSE_WARN_SAMPLES = 8000
-# Allowance for the interpreter's and NumPy's transient allocations during a fit, beyond the arrays counted.
-_MEMORY_SLACK_BYTES = 128 * 2**20
-# Bytes of each kernel-build thread's buffers (the core's kBandBytes chunk and its tiles).
-_KERNEL_BUILD_THREAD_BYTES = 5 * 2**20
+# method="auto" stores the kernel matrix when a fit needs at most this fraction of the available memory.
+_AUTO_MEMORY_FRACTION = 0.5
+# Beyond this many samples method="auto" approximates the kernel (Nyström) instead of recomputing it at every
+# block product: a matrix-free fit of N = 200000 (d = 64, 10 components) already takes minutes.
+_AUTO_MATRIX_FREE_MAX_SAMPLES = 200_000
+# Default landmarks (Nyström) and random features (rff) of the approximate methods.
+_DEFAULT_LANDMARKS = 1000
+_DEFAULT_RANDOM_FEATURES = 2000
+def _primal_memory_bytes(n_samples, n_features_out, n_components):
+    """Peak bytes of a primal fit besides X: the hidden features, two blocks of features in float64 and a few
+    m x m matrices (scatter, its eigenvectors, the landmarks' kernel and its square root)."""
+    s = n_components or n_features_out
+    return 8 * (n_samples * (s + 1) + 6 * n_features_out**2) + 2 * _primal.BLOCK_BYTES + _solvers.MEMORY_SLACK_BYTES
 
 
-def _numerically_positive(eigenvalues, dtype):
-    """Eigenvalues of a PSD matrix with rounding noise set to zero (scikit-learn's thresholds).
-
-    Values below 1e-12 (float64) or 2e-7 (float32) times the largest one are indistinguishable from zero;
-    their components then project to zero instead of dividing by noise.
-    """
-    ratio = 1e-12 if dtype == np.float64 else 2e-7
-    largest = eigenvalues.max(initial=0.0)
-    return np.where(eigenvalues > largest * ratio, eigenvalues, 0.0)
-
-
-def _check_symmetric(K):
-    """Raise unless the square K is symmetric to rounding; return max |K|.
-
-    The Krylov solver reads one triangle and the centring the whole matrix, so an asymmetric Gram matrix
-    would be decomposed inconsistently. Walked in blocks of rows so no second N x N array is made.
-    """
-    scale = asymmetry = 0.0
-    for start in range(0, K.shape[0], 1024):
-        rows = K[start : start + 1024]
-        scale = max(scale, float(np.abs(rows).max()))
-        asymmetry = max(asymmetry, float(np.abs(rows - K[:, start : start + 1024].T).max()))
-    if asymmetry > np.sqrt(np.finfo(K.dtype).eps) * scale:
-        raise ValueError(
-            f"X: a precomputed kernel must be symmetric, but max |K - K^T| = {asymmetry:.3g} "
-            f"({asymmetry / scale:.2g} of max |K|); symmetrize it, e.g. (K + K.T) / 2"
-        )
-    return scale
-
-
-def _rounding_level(n_samples, scale, dtype):
-    """Worst-case spectral norm of the rounding error in an n x n kernel matrix whose entries are <= scale."""
-    return n_samples * np.finfo(dtype).eps * scale
-
-
-def _warn_if_below_precision(largest, rounding, dtype):
-    """Warn when the centred kernel's spectrum is no larger than the rounding of its entries."""
-    if largest > 10 * rounding:
-        return
-    advice = "use float64 input" if dtype == np.float32 else "rescale the kernel (e.g. a larger gamma)"
-    warnings.warn(
-        f"KernelPCA: the largest eigenvalue of the centred kernel ({largest:.3g}) is within a factor 10 of the "
-        f"{np.dtype(dtype).name} rounding error of the kernel matrix ({rounding:.3g}): the kernel barely varies "
-        f"across the data (a very small gamma?) and its components are mostly rounding; {advice}",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-
-
-def _check_positive_spectrum(w, rounding, dtype):
-    """Reject an indefinite kernel as scikit-learn does; zero small negative eigenvalues with a warning.
-
-    Negative eigenvalues below the matrix's rounding level are noise. Beyond it, one more negative than
-    1e-5 (float64) or 5e-3 (float32) of the largest eigenvalue raises, and smaller ones above 1e-10 / 1e-6
-    warn (scikit-learn's ``_check_psd_eigenvalues`` thresholds). Only the computed (top) eigenvalues are seen.
-    """
-    negative = w[w < 0]
-    worst = -negative.min(initial=0.0)
-    if worst <= rounding:
-        return
-    double = dtype == np.float64
-    largest = max(float(w.max(initial=0.0)), 0.0)
-    summary = f"{negative.size} of the {w.size} computed eigenvalues are negative, down to {-worst:.3g}"
-    if worst > (1e-5 if double else 5e-3) * largest:
-        raise ValueError(
-            f"X: the kernel matrix is not positive semi-definite: {summary} (largest {largest:.3g}); kernel PCA "
-            "needs a PSD kernel (check a precomputed Gram matrix, or the poly kernel's gamma and coef0)"
-        )
-    if worst > (1e-10 if double else 1e-6):
-        warnings.warn(
-            f"KernelPCA: {summary} ({worst / largest:.2g} of the largest); they are set to zero",
-            PositiveSpectrumWarning,
-            stacklevel=3,
-        )
-
-
-@functools.cache
-def _dense_seconds_per_cube(n_threads):
-    """Seconds per n^3 of LAPACK's full eigendecomposition here, timed once on a 600 x 600 matrix."""
-    n = 600
-    A = np.random.default_rng(0).standard_normal((n, n))
-    A += A.T
-    with blas_threads(thread_count(n_threads)):
-        start = time.perf_counter()
-        _core.eigh(A, n_threads)
-        return (time.perf_counter() - start) / n**3
-
-
-def _warn_slow_dense(n_samples, n_components, n_threads):
-    minutes = _dense_seconds_per_cube(n_threads) * n_samples**3 / 60
-    warnings.warn(
-        f"KernelPCA: eigen_solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
-        f"{minutes:.0f} min here (scaled from a 600-sample run), and LAPACK cannot be interrupted by Ctrl-C once "
-        f"it runs; eigen_solver='krylov' finds the {n_components} leading components far faster",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-
-
-def _fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, n_threads):
-    """Peak bytes a fit allocates: the kernel matrix, the eigensolver's workspace and the kernel build's buffers.
-
-    The dense solver holds a copy of K, LAPACK syevd's 2 n^2 workspace and then two n^2 eigenvector arrays
-    (4 n^2 in all besides K); the Krylov solver holds a fixed number of n-vectors.
-    """
-    n, item = n_samples, np.dtype(dtype).itemsize
-    if solver == "dense":
-        solver_bytes = 4 * n * n * item
-    else:
-        block = krylov_block_size(n_components, n)
-        solver_bytes = (_core.krylov_workspace_columns(n_components, block) + block) * n * item
-    threads = thread_count(n_threads) or os.cpu_count() or 1
-    # Double copies of X (kernel build), per-thread band buffers, per-thread column sums (centring).
-    build_bytes = 2 * n * n_features * 8 + threads * (_KERNEL_BUILD_THREAD_BYTES + 8 * n)
-    return n * n * item + solver_bytes + build_bytes + _MEMORY_SLACK_BYTES
-
-
-def krylov_block_size(n_components, n_samples):
-    """Columns the Krylov solver multiplies by K per pass: 8 (the width of the core's product tiles) up to
-    64 components, 16 up to 128, then 32.
-
-    Products with few columns stream K at memory speed, so the cost of the eigen step follows the total
-    number of columns multiplied; narrow blocks need the fewest (measured on RBF spectra, N = 10000:
-    s = 10 took 96 columns with blocks of 8 against 160 with 16; s = 50 took 256 against 304 with 16 and
-    616 with 56). Wider blocks for many components bound the number of orthogonalization steps. Widths of
-    8, 16 and 32 columns are also the ones the product tiles run fastest per column (24 took 1.6x longer
-    per column than 32, N = 3000 to 20000)."""
-    width = 8 if n_components <= 64 else 16 if n_components <= 128 else 32
-    return min(n_samples, width)
-
-
-def _finite_or_raise(values, method):
-    """Hidden features divide by eigenvalues: refuse results that overflow rather than return infinities."""
-    if not np.all(np.isfinite(values)):
-        raise ValueError(
-            f"X: {method} overflows: the hidden features h = e / lambda exceed the floating-point range (the model "
-            "has eigenvalues too small for these inputs)"
-        )
-    return values
-
-
-def _warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
-    tol = f"tol {tol:g}" if tol is not None else "the default tol"
-    if n_iter < max_iter:
-        advice = "use float64 or a larger tol" if dtype == np.float32 else "use a larger tol"
-        reason = (
-            f"stopped after {n_iter} block products: the relative residuals stagnated at up to "
-            f"{residuals.max():.2e}, the accuracy {np.dtype(dtype).name} can reach here, above {tol}; {advice}"
-        )
-    else:
-        reason = (
-            f"reached max_iter = {max_iter} block products with relative residuals up to {residuals.max():.2e} "
-            f"({tol}); increase max_iter"
-        )
-    warnings.warn(f"KernelPCA: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=4)
+def _transform_block(block, model):
+    """model.transform on one partition of a Dask array (a module-level function, so that it pickles)."""
+    return model.transform(block)
 
 
 class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -230,11 +98,29 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Regularisation constant eta of the RKM; eigenvalues_ are those of K_c / eta.
     center : bool, default=True
         Centre the kernel matrix (feature-space mean removal, Suykens eq. 2.16).
+    method : {"auto", "dense", "matrix_free", "nystrom", "rff"}, default="auto"
+        How the kernel matrix is represented. "dense": stored (N x N), then decomposed by
+        ``eigen_solver``. "matrix_free": never stored; each block product of the Krylov solver recomputes
+        the kernel in tiles (memory O(N (d + b)), the same eigenpairs as "dense" to solver tolerance; not
+        for a precomputed kernel). "nystrom" and "rff": kernel PCA in the primal with an explicit feature
+        map phi of m features whose inner products approximate the kernel (:class:`rkm.features.Nystroem`
+        with ``n_landmarks`` landmarks, :class:`rkm.features.RandomFourierFeatures` with ``n_features``
+        orthogonal random features for rbf, plain ones for laplacian): the m x m covariance of the
+        centred features is accumulated in one streamed pass and eigen-decomposed (Suykens 2017 sec. 3.4,
+        the primal of the dual problem above). "auto": "dense" when the fit needs at most half of the
+        available memory, else "matrix_free" up to 200 000 samples, else "nystrom". A Dask array as X
+        runs "nystrom" and "rff" as a map-reduce and "matrix_free" as Dask tasks ("auto": "nystrom").
+    n_landmarks : int, default=None
+        Landmarks of method="nystrom" (None: min(n_samples, 1000)).
+    n_features : int, default=None
+        Random features of method="rff" (None: 2000).
+    landmarks : {"uniform", "kmeans++", "renyi"}, default="uniform"
+        Landmark selection of method="nystrom" (see :class:`rkm.features.Nystroem`).
     eigen_solver : {"auto", "dense", "krylov"}, default="auto"
-        "dense": LAPACK on the whole matrix; "krylov": restarted block Krylov for the top s pairs;
-        "auto": dense for at most 200 samples or when s exceeds a fifth of them. A dense solve of more
-        than 8000 samples asked for explicitly warns with its expected time: LAPACK cannot be
-        interrupted once it runs.
+        Solver of method="dense": "dense": LAPACK on the whole matrix; "krylov": restarted block Krylov
+        for the top s pairs; "auto": dense for at most 200 samples or when s exceeds a fifth of them. A
+        dense solve of more than 8000 samples asked for explicitly warns with its expected time: LAPACK
+        cannot be interrupted once it runs. method="matrix_free" always uses the Krylov solver.
     n_threads : int, default=None
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
     random_state : int, RandomState or None
@@ -272,7 +158,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         The kernel bandwidth used.
     column_means_, grand_mean_ : training kernel statistics used to centre new kernel rows.
     X_fit_ : ndarray, the training data (absent for a precomputed kernel).
-    eigen_solver_, preimage_ : the resolved methods.
+    method_, eigen_solver_, preimage_ : the resolved methods.
+    feature_map_ : the fitted Nystroem or RandomFourierFeatures (methods "nystrom" and "rff").
+    feature_mean_ : ndarray of shape (m,), mean of the training features (methods "nystrom" and "rff").
+    primal_vectors_ : ndarray of shape (m, s), eigenvectors U of the features' covariance; hidden
+        features are h = (phi(x) - feature_mean_) U / sqrt(eta lambda) (methods "nystrom" and "rff").
     n_iter_ : int, block products the Krylov solver used (1 for dense).
     eigen_residuals_ : ndarray of shape (s,), relative residuals reached.
     """
@@ -286,6 +176,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         coef0=1.0,
         eta=1.0,
         center=True,
+        method="auto",
+        n_landmarks=None,
+        n_features=None,
+        landmarks="uniform",
         eigen_solver="auto",
         n_threads=None,
         random_state=None,
@@ -304,6 +198,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.coef0 = coef0
         self.eta = eta
         self.center = center
+        self.method = method
+        self.n_landmarks = n_landmarks
+        self.n_features = n_features
+        self.landmarks = landmarks
         self.eigen_solver = eigen_solver
         self.n_threads = n_threads
         self.random_state = random_state
@@ -342,15 +240,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_n_threads(self.n_threads)
         check_positive(self.tol, "tol", allow_none=True)
         for name, value, allowed in (
+            ("method", self.method, _METHODS),
+            ("landmarks", self.landmarks, _LANDMARKS),
             ("eigen_solver", self.eigen_solver, _EIGEN_SOLVERS),
             ("scaling", self.scaling, _SCALINGS),
             ("preimage", self.preimage, _PREIMAGES),
         ):
             if value not in allowed:
                 raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
-        for name in ("max_iter", "n_neighbors", "preimage_max_iter"):
+        for name in ("max_iter", "n_landmarks", "n_features", "n_neighbors", "preimage_max_iter"):
             value = getattr(self, name)
-            if value is None and name == "max_iter":
+            if value is None and name in ("max_iter", "n_landmarks", "n_features"):
                 continue
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: must be a positive int, got {value!r}")
@@ -361,6 +261,26 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError("preimage: 'ridge' needs a kernel function, not 'precomputed'")
         if self.preimage in ("fixed_point", "smoother") and self.kernel == "precomputed":
             raise ValueError("preimage: input-space pre-images need a kernel function, not 'precomputed'")
+        self._validate_method(n_samples, self.method)
+
+    def _validate_method(self, n_samples, method):
+        if method in ("auto", "dense"):
+            return
+        if self.kernel == "precomputed":
+            raise ValueError(
+                f"method: {method!r} evaluates the kernel from X itself; with kernel='precomputed' use "
+                "method='dense'"
+            )
+        if self.eigen_solver == "dense":
+            raise ValueError(f"eigen_solver: 'dense' needs the stored kernel matrix (method='dense'), not {method!r}")
+        if self.preimage == "ridge":
+            raise ValueError(f"preimage: 'ridge' solves an n_samples x n_samples system; not with method={method!r}")
+        if method == "rff" and self._kernel_spec(1)[0] not in ("rbf", "laplacian"):
+            raise ValueError("method: 'rff' has random Fourier features for the rbf and laplacian kernels only")
+        if method == "nystrom" and self.n_landmarks is not None and self.n_landmarks > n_samples:
+            raise ValueError(f"n_landmarks: at most n_samples={n_samples}, got {self.n_landmarks}")
+        if method == "matrix_free" and self.n_components is None:
+            raise ValueError("n_components: method='matrix_free' needs the number of components (None means all N)")
 
     # ------------------------------------------------------------------ fitting
 
@@ -370,26 +290,51 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if name == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
-            scale = _check_symmetric(X)
+            scale = _solvers.check_symmetric(X)
             return (X.copy(order="C") if self.center else X), scale
         K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
         return K, float(np.abs(np.diagonal(K)).max())
 
-    def _resolve_solver(self, n_samples, n_components):
+    def _resolve_solver(self, n_samples, n_components, method):
+        if method != "dense":
+            return method if method in _PRIMAL_METHODS else "krylov"
         if self.eigen_solver != "auto":
             return self.eigen_solver
         dense = n_samples <= _DENSE_MAX_SAMPLES or 5 * n_components > n_samples
         return "dense" if dense else "krylov"
 
-    def _eigenpairs(self, K, n_components, solver):
+    def _dense_fit_memory(self, n_samples, n_features, n_components, dtype):
+        solver = self._resolve_solver(n_samples, n_components, "dense")
+        return _solvers.fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, self.n_threads), solver
+
+    def _resolve_method(self, n_samples, n_features, dtype, in_memory=True):
+        """The method "auto" stands for: the stored kernel while it fits in half the available memory, then
+        matrix-free up to _AUTO_MATRIX_FREE_MAX_SAMPLES samples, then Nyström (always Nyström for Dask)."""
+        if self.method != "auto":
+            if self.method == "dense" and not in_memory:
+                raise ValueError("method: 'dense' needs X in memory; with a dask array use 'nystrom', 'rff' or 'matrix_free'")
+            return self.method
+        if self._kernel_spec(n_features)[0] == "precomputed":
+            return "dense"
+        if not in_memory:
+            return "nystrom"
+        needed, _ = self._dense_fit_memory(n_samples, n_features, self.n_components or n_samples, dtype)
+        available = available_memory_bytes()
+        if available is None or needed <= _AUTO_MEMORY_FRACTION * available:
+            return "dense"
+        if n_samples <= _AUTO_MATRIX_FREE_MAX_SAMPLES and self.n_components is not None:
+            return "matrix_free"
+        return "nystrom"
+
+    def _dense_eigenpairs(self, K, n_components, solver):
         if solver == "dense":
             with blas_threads(thread_count(self.n_threads)):
                 w, V = _core.eigh(K, self.n_threads)
             w, V = w[:n_components], np.ascontiguousarray(V[:, :n_components])
             residuals = np.linalg.norm(K @ V - V * w, axis=0) / max(abs(w).max(), np.finfo(float).tiny)
-            return solver, w, V, residuals, 1
+            return w, V, residuals, 1
         rng = check_random_state(self.random_state)
-        block = krylov_block_size(n_components, K.shape[0])
+        block = _solvers.krylov_block_size(n_components, K.shape[0])
         start = rng.standard_normal((K.shape[0], block)).astype(K.dtype)
         max_iter = self.max_iter or _core.default_max_iter(n_components, block)
         # Thin blocks are multiplied by the core's own OpenMP kernel: BLAS then only does small products and
@@ -400,64 +345,221 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 K, n_components, start, self.tol, max_iter, self.n_threads
             )
         if not converged:
-            _warn_not_converged(residuals, n_iter, max_iter, self.tol, K.dtype)
-        return solver, w, V, residuals, n_iter
+            _solvers.warn_not_converged(residuals, n_iter, max_iter, self.tol, K.dtype)
+        return w, V, residuals, n_iter
+
+    def _fit_dense(self, X, n_components, solver):
+        """Eigenpairs of the stored kernel matrix, and max |K|."""
+        check_memory(
+            self._dense_fit_memory(X.shape[0], X.shape[1], n_components, X.dtype)[0],
+            "X",
+            f"a kernel PCA fit of {X.shape[0]} samples ({solver} eigensolver, {X.dtype.name})",
+        )
+        if solver == "dense" and X.shape[0] > _DENSE_WARN_SAMPLES:
+            _solvers.warn_slow_dense(X.shape[0], n_components, self.n_threads)
+        # The Krylov solver reads the lower triangle only, so the kernel and its centring skip the other.
+        lower_only = solver == "krylov"
+        K, scale = self._training_kernel(X, lower_only)
+        if self.center:
+            self.column_means_, self.grand_mean_ = _core.center_kernel(K, self.n_threads, lower_only)
+        return (*self._dense_eigenpairs(K, n_components, solver), scale)
+
+    def _start_block(self, n_samples, width, dtype):
+        return check_random_state(self.random_state).standard_normal((n_samples, width)).astype(dtype)
+
+    def _fit_matrix_free(self, X, n_components):
+        """Eigenpairs of the kernel matrix recomputed in tiles at every block product, and max |K|."""
+        n_samples = X.shape[0]
+        check_memory(
+            _solvers.matrix_free_memory_bytes(n_samples, X.shape[1], n_components, X.dtype, self.n_threads),
+            "X",
+            f"a matrix-free kernel PCA fit of {n_samples} samples ({X.dtype.name})",
+        )
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        block = _solvers.matrix_free_block_size(n_components, n_samples)
+        max_iter = self.max_iter or _core.default_max_iter(n_components, block)
+        with blas_threads(1):  # single-threaded GEMMs on each of the core's threads
+            w, V, residuals, n_iter, converged, column_means, grand_mean = _core.kernel_top_eigsh(
+                X, name, gamma, float(degree), float(coef0), self.center, n_components,
+                self._start_block(n_samples, block, X.dtype), self.tol, max_iter, self.n_threads,
+            )
+        if not converged:
+            _solvers.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
+        if self.center:
+            self.column_means_, self.grand_mean_ = column_means, grand_mean
+        return w, V, residuals, n_iter, _solvers.kernel_diagonal_max(X, name, gamma, degree, coef0)
+
+    def _feature_map(self, n_samples, n_features):
+        name, gamma, degree, coef0 = self._kernel_spec(n_features)
+        if self.method_ == "nystrom":
+            return Nystroem(
+                n_components=self.n_landmarks or min(n_samples, _DEFAULT_LANDMARKS), kernel=name, gamma=gamma,
+                degree=degree, coef0=coef0, landmarks=self.landmarks, random_state=self.random_state,
+                n_threads=self.n_threads,
+            )
+        return RandomFourierFeatures(
+            n_components=self.n_features or _DEFAULT_RANDOM_FEATURES, kernel=name, gamma=gamma,
+            orthogonal=name == "rbf", random_state=self.random_state, n_threads=self.n_threads,
+        )
+
+    def _fit_primal(self, X, n_components, backend=_primal):
+        """Kernel PCA in the primal of an explicit feature map: eigenpairs of the m x m covariance of the
+        centred features, hidden features from a second pass, and max |K|. `backend` streams in-memory data
+        (rkm._primal) or maps over Dask partitions (rkm._dask)."""
+        fm = self._feature_map(X.shape[0], X.shape[1])
+        check_memory(
+            _primal_memory_bytes(X.shape[0], fm.n_components, n_components),
+            "X",
+            f"a {self.method_} kernel PCA fit of {X.shape[0]} samples with {fm.n_components} features",
+        )
+        if backend is _primal:
+            fm.fit(X)
+        else:
+            backend.fit_feature_map(fm, X)
+        if n_components is not None and n_components > fm._n_features_out:
+            raise ValueError(
+                f"n_components: at most the {fm._n_features_out} features of method={self.method_!r}, got {n_components}"
+            )
+        moments = backend.feature_moments(fm, X)
+        if not self.center:  # the uncentred scatter: kernel PCA of K itself
+            scatter = moments.scatter + moments.n * np.outer(moments.mean, moments.mean)
+            moments = _primal.FeatureMoments(moments.n, np.zeros_like(moments.mean), scatter)
+        w, U = _primal.primal_components(moments, n_components)
+        residuals = np.linalg.norm(moments.scatter @ U - U * w, axis=0) / max(w.max(initial=0.0), np.finfo(float).tiny)
+        # One pass gives H and, through the extra column U = mean, the approximate kernel's column means
+        # phi_j^T mean - mean^T mean (+ mean^T mean below), which the pre-images use.
+        mean = moments.mean
+        extended = backend.hidden_features(fm, X, mean, np.column_stack([U, mean]), np.append(w, 1.0))
+        extended = np.asarray(extended)
+        if self.center:
+            self.grand_mean_ = float(mean @ mean)
+            self.column_means_ = (extended[:, -1] + self.grand_mean_).astype(extended.dtype)
+        self.feature_map_, self.feature_mean_, self.primal_vectors_ = fm, mean, U
+        scale = _solvers.kernel_diagonal_max(X, *self._kernel_spec(X.shape[1]))
+        return w, np.ascontiguousarray(extended[:, :-1]), residuals, 1, scale
+
+    def _fit_dask_matrix_free(self, dX, n_components):
+        """Matrix-free eigenpairs with each block product run as Dask tasks over row partitions."""
+        from rkm import _dask
+
+        X = np.asarray(dX)
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        n = X.shape[0]
+        product = _dask.kernel_operator(dX, X, name, gamma, degree, coef0)
+        ones = np.full((n, 1), 1.0 / n, dtype=X.dtype)
+        column_means = product(ones)[:, 0].astype(np.float64) if self.center else np.zeros(n)
+        grand_mean = float(column_means.mean())
+        sums = np.ones(n)
+
+        def centred_product(B):
+            KB = product(B).astype(np.float64)
+            if self.center:
+                B64 = B.astype(np.float64)
+                col_sums = sums @ B64
+                KB -= (column_means @ B64 - grand_mean * col_sums) + np.outer(column_means, col_sums)
+            return KB.astype(X.dtype)
+
+        block = _solvers.matrix_free_block_size(n_components, n)
+        max_iter = self.max_iter or _core.default_max_iter(n_components, block)
+        w, V, residuals, n_iter, converged = _core.top_eigsh_operator(
+            centred_product, n, n_components, self._start_block(n, block, X.dtype), self.tol, max_iter, self.n_threads
+        )
+        if not converged:
+            _solvers.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
+        if self.center:
+            self.column_means_, self.grand_mean_ = column_means.astype(X.dtype), grand_mean
+        self.X_fit_ = X
+        return w, V, residuals, n_iter, _solvers.kernel_diagonal_max(X, name, gamma, degree, coef0)
+
+    def _store_components(self, w, V, scale, n_samples, dtype):
+        """Checks the spectrum, scales it by 1 / eta and stores eigenvalues_ and H_."""
+        rounding = _solvers.rounding_level(n_samples, scale, dtype)
+        _solvers.warn_if_below_precision(float(w.max()), rounding, dtype)
+        _solvers.check_positive_spectrum(w, rounding, dtype)
+        with np.errstate(over="ignore"):
+            eigenvalues = _solvers.numerically_positive(w, dtype) / self.eta
+        if not np.all(np.abs(eigenvalues) <= np.finfo(dtype).max):
+            raise ValueError(
+                f"eta: the eigenvalues of K / eta overflow {np.dtype(dtype).name} (eta = {self.eta!r}); use a larger eta"
+            )
+        if self.n_components is None:
+            keep = eigenvalues > 0
+            eigenvalues, V = eigenvalues[keep], V[:, keep]
+            self.eigen_residuals_ = self.eigen_residuals_[keep]
+            if self.method_ in _PRIMAL_METHODS:
+                self.primal_vectors_ = self.primal_vectors_[:, keep]
+        self.eigenvalues_ = eigenvalues.astype(dtype)
+        self.H_ = self.eigenvectors_ = np.ascontiguousarray(V, dtype=dtype)
+
+    def _begin_fit(self, n_samples, n_features, dtype, in_memory=True):
+        """Validates the parameters and resolves gamma_, method_ and eigen_solver_; returns the number of
+        eigenpairs to compute (None: all of the primal problem)."""
+        self._validate_params(n_samples)
+        if self.center and n_samples == 1:
+            raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
+        _, self.gamma_, _, _ = self._kernel_spec(n_features)
+        self.method_ = self._resolve_method(n_samples, n_features, dtype, in_memory)
+        self._validate_method(n_samples, self.method_)
+        n_wanted = self.n_components or (None if self.method_ in _PRIMAL_METHODS else n_samples)
+        self.eigen_solver_ = self._resolve_solver(n_samples, n_wanted or 1, self.method_)
+        return n_wanted
 
     def fit(self, X, y=None):
         """Fit the model from data X (or a Gram matrix when kernel="precomputed").
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or a dask.array.Array
+            A Dask array (chunked by rows) is fitted by method "nystrom" or "rff" as a map-reduce over its
+            partitions, or "matrix_free" with each block product as Dask tasks.
         y : ignored
 
         Returns
         -------
         self
         """
+        if is_dask_array(X):
+            return self._fit_dask(X)
         X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=1)
         n_samples = X.shape[0]
-        self._validate_params(n_samples)
-        if self.center and n_samples == 1:
-            raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
-        name, self.gamma_, _, _ = self._kernel_spec(X.shape[1])
-        n_wanted = self.n_components or n_samples
-        solver = self._resolve_solver(n_samples, n_wanted)
-        n_features = 0 if name == "precomputed" else X.shape[1]
-        check_memory(
-            _fit_memory_bytes(n_samples, n_features, n_wanted, X.dtype, solver, self.n_threads),
-            "X",
-            f"a kernel PCA fit of {n_samples} samples ({solver} eigensolver, {X.dtype.name})",
-        )
-        if solver == "dense" and n_samples > _DENSE_WARN_SAMPLES:
-            _warn_slow_dense(n_samples, n_wanted, self.n_threads)
-        # The Krylov solver reads the lower triangle only, so the kernel and its centring skip the other.
-        lower_only = solver == "krylov"
-        K, scale = self._training_kernel(X, lower_only)
-        if self.center:
-            self.column_means_, self.grand_mean_ = _core.center_kernel(K, self.n_threads, lower_only)
-        self.eigen_solver_, w, V, self.eigen_residuals_, self.n_iter_ = self._eigenpairs(K, n_wanted, solver)
-        del K
-        rounding = _rounding_level(n_samples, scale, X.dtype)
-        _warn_if_below_precision(float(w.max()), rounding, X.dtype)
-        _check_positive_spectrum(w, rounding, X.dtype)
-        with np.errstate(over="ignore"):
-            eigenvalues = _numerically_positive(w, X.dtype) / self.eta
-        if not np.all(np.abs(eigenvalues) <= np.finfo(X.dtype).max):
-            raise ValueError(
-                f"eta: the eigenvalues of K / eta overflow {X.dtype.name} (eta = {self.eta!r}); use a larger eta"
-            )
-        if self.n_components is None:
-            keep = eigenvalues > 0
-            eigenvalues, V = eigenvalues[keep], V[:, keep]
-            self.eigen_residuals_ = self.eigen_residuals_[keep]
-        self.eigenvalues_ = eigenvalues.astype(X.dtype)
-        self.H_ = self.eigenvectors_ = np.ascontiguousarray(V, dtype=X.dtype)
+        n_wanted = self._begin_fit(n_samples, X.shape[1], X.dtype)
+        if self.method_ in _PRIMAL_METHODS:
+            w, V, residuals, n_iter, scale = self._fit_primal(X, n_wanted)
+        elif self.method_ == "matrix_free":
+            w, V, residuals, n_iter, scale = self._fit_matrix_free(X, n_wanted)
+        else:
+            w, V, residuals, n_iter, scale = self._fit_dense(X, n_wanted, self.eigen_solver_)
+        self.eigen_residuals_, self.n_iter_ = residuals, n_iter
+        self._store_components(w, V, scale, n_samples, X.dtype)
+        name = self._kernel_spec(X.shape[1])[0]
         if name != "precomputed":
             self.X_fit_ = X
         self.preimage_ = self._resolve_preimage(name)
         if self.preimage_ == "ridge":
             self._fit_ridge_preimage(X)
+        return self
+
+    def _fit_dask(self, dX):
+        """fit for a Dask array: the primal methods as a map-reduce, matrix-free products as Dask tasks."""
+        from rkm import _dask
+
+        dX = _dask.check_dask_array(dX)
+        n_samples, n_features = dX.shape
+        self.n_features_in_ = n_features
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        n_wanted = self._begin_fit(n_samples, n_features, dX.dtype, in_memory=False)
+        if self.method_ == "matrix_free":
+            w, V, residuals, n_iter, scale = self._fit_dask_matrix_free(dX, n_wanted)
+            self.preimage_ = self._resolve_preimage(self._kernel_spec(n_features)[0])
+        else:
+            w, V, residuals, n_iter, scale = self._fit_primal(dX, n_wanted, backend=_dask)
+            # Input-space pre-images need the training set in memory, which a Dask fit does not gather.
+            self.preimage_ = None
+            if hasattr(self, "X_fit_"):
+                del self.X_fit_
+        self.eigen_residuals_, self.n_iter_ = residuals, n_iter
+        self._store_components(w, V, scale, n_samples, dX.dtype)
         return self
 
     def _resolve_preimage(self, kernel_name):
@@ -488,18 +590,31 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         factor = self._output_factor(self.scaling)
         return np.divide(Z, factor, out=np.zeros_like(Z), where=factor > 0)
 
-    def _kernel_rows(self, X):
-        """Centred kernel rows k_c(x*, X_train) for new points."""
-        if self.kernel == "precomputed":
-            if X.shape[1] != self.H_.shape[0]:
-                raise ValueError(f"X: precomputed kernel rows need {self.H_.shape[0]} columns, got {X.shape[1]}")
-            K_rows = X.copy(order="C")
-        else:
-            name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-            K_rows = kernel_matrix(X, self.X_fit_, name, gamma, degree, coef0, n_threads=self.n_threads)
+    def _precomputed_scores(self, K_rows):
+        """sum_j h_j k_c(x_j, x*) from given kernel rows k(x*, X_train)."""
+        if K_rows.shape[1] != self.H_.shape[0]:
+            raise ValueError(f"X: precomputed kernel rows need {self.H_.shape[0]} columns, got {K_rows.shape[1]}")
+        K_rows = K_rows.copy(order="C")
         if self.center:
             _core.center_kernel_rows(K_rows, self.column_means_, self.grand_mean_, self.n_threads)
-        return K_rows
+        return K_rows @ self.H_
+
+    def _scores(self, X):
+        """sum_j h_j k_c(x_j, x*) for new points, streaming the training set in tiles: with
+        k_c(x*, x_j) = k(x*, x_j) - mean_j' k(x*, x_j') - c_j + g, the scores are k H - r (1^T H) - c^T H
+        + g (1^T H), and r, the rows' kernel means, comes from the same product as a column of 1/N."""
+        if self.kernel == "precomputed":
+            return self._precomputed_scores(X)
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        n_train = self.H_.shape[0]
+        B = np.column_stack([self.H_, np.full(n_train, 1.0 / n_train, dtype=self.H_.dtype)])
+        KB = kernel_product(X, self.X_fit_, B, name, gamma, degree, coef0, n_threads=self.n_threads)
+        scores = KB[:, :-1]
+        if self.center:
+            h_sums = self.H_.sum(axis=0, dtype=np.float64)
+            offset = self.column_means_.astype(np.float64) @ self.H_ - self.grand_mean_ * h_sums
+            scores = scores - (KB[:, -1:] * h_sums + offset).astype(scores.dtype)
+        return scores
 
     def _validate_new(self, X):
         """New data in the model's dtype (its kernel rows meet float32 or float64 training statistics), and the
@@ -508,8 +623,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return X.astype(self.H_.dtype, copy=False), np.result_type(X.dtype, self.H_.dtype)
 
     def _hidden(self, X):
-        """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4)."""
-        scores = self._kernel_rows(X) @ self.H_ / self.eta
+        """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4); in the primal
+        h* = (phi(x*) - mean) U / sqrt(eta lambda), the same map with the approximate kernel."""
+        if self.method_ in _PRIMAL_METHODS:
+            return _primal.hidden_features(
+                self.feature_map_, X, self.feature_mean_, self.primal_vectors_, self.eigenvalues_ * self.eta
+            ).astype(X.dtype, copy=False)
+        scores = self._scores(X) / self.eta
         return np.divide(scores, self.eigenvalues_, out=np.zeros_like(scores), where=self.eigenvalues_ > 0)
 
     def transform(self, X):
@@ -525,8 +645,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            from rkm import _dask
+
+            X = _dask.check_dask_array(X)
+            dtype = np.result_type(X.dtype, self.H_.dtype)
+            return _dask.transform_blocks(_transform_block, X, self.H_.shape[1], dtype, self)
         X, dtype = self._validate_new(X)
-        return _finite_or_raise(self._hidden_to_output(self._hidden(X)), "transform").astype(dtype, copy=False)
+        return _solvers.finite_or_raise(self._hidden_to_output(self._hidden(X)), "transform").astype(dtype, copy=False)
 
     def fit_transform(self, X, y=None):
         """Fit and return the training projections (the hidden features H, scaled per ``scaling``).
@@ -565,7 +691,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def _preimage(self, H, X_start=None):
         if self.preimage_ is None:
-            raise ValueError("inverse_transform: not available for a precomputed kernel")
+            raise ValueError(
+                "inverse_transform: input-space pre-images need the training set, which a precomputed kernel "
+                "or a fit on a dask array does not keep"
+            )
         if self.preimage_ == "ridge":
             if self.preimage_dual_coef_ is None:
                 return np.repeat(self.X_fit_.mean(axis=0, keepdims=True), H.shape[0], axis=0)
@@ -616,7 +745,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         check_is_fitted(self)
         X, dtype = self._validate_new(X)
-        return self._preimage(_finite_or_raise(self._hidden(X), "denoise"), X_start=X).astype(dtype, copy=False)
+        return self._preimage(_solvers.finite_or_raise(self._hidden(X), "denoise"), X_start=X).astype(dtype, copy=False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

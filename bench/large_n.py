@@ -1,0 +1,336 @@
+"""Large-N kernel PCA: matrix-free, Nyström and random Fourier features, against scikit-learn's pipelines.
+
+Writes (or replaces) the sections "Large-N kernel PCA ..." of bench/RESULTS.md. Every case runs in a fresh
+process, which generates its own data, so that its peak resident memory (VmHWM) is its own. Timings use the
+thread count given (default 2) for OpenMP and BLAS alike.
+
+    python bench/large_n.py                  # everything (about 25 minutes on 2 cores)
+    python bench/large_n.py --only width approx
+"""
+
+import argparse
+import datetime
+import multiprocessing
+import os
+import pathlib
+import platform
+import sys
+import time
+
+import numpy as np
+
+RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
+PARTS = ("width", "dense", "matrix_free", "million", "peers", "approx")
+HEADINGS = {
+    "width": "## Large-N kernel PCA: matrix-free block width",
+    "dense": "## Large-N kernel PCA: matrix-free against the stored kernel",
+    "matrix_free": "## Large-N kernel PCA: matrix-free, N = 200 000",
+    "million": "## Large-N kernel PCA: Nyström and random Fourier features, N = 1 000 000",
+    "peers": "## Large-N kernel PCA: against scikit-learn's Nystroem / RBFSampler + PCA",
+    "approx": "## Large-N kernel PCA: kernel approximation error against rank",
+}
+N_COMPONENTS = 10
+
+
+def _data(n, d=64, random_state=0):
+    """d = 64 data: scikit-learn's digits resampled with pixel noise (noisy_digits), or a Gaussian mixture of
+    d features when d != 64."""
+    from rkm.benchmarks import noisy_digits
+
+    if d == 64:
+        return noisy_digits(n, random_state)
+    rng = np.random.default_rng(random_state)
+    centres = rng.standard_normal((20, d)) * 2
+    return centres[rng.integers(0, 20, n)] + rng.standard_normal((n, d))
+
+
+def _gamma(X):
+    from rkm.benchmarks import _kpca_gamma
+
+    return _kpca_gamma(X[:20000])
+
+
+def _memory(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(field)
+
+
+def _child(case, kwargs, queue):
+    from threadpoolctl import threadpool_limits
+
+    try:
+        with threadpool_limits(kwargs["n_threads"]):
+            X = _data(kwargs["n"], kwargs.get("d", 64))
+            with open("/proc/self/clear_refs", "w") as clear_refs:
+                clear_refs.write("5")  # the peak (VmHWM) restarts from the current resident size
+            baseline = _memory("VmRSS")
+            result = CASES[case](X, **kwargs)
+            result["peak_bytes"] = _memory("VmHWM") - baseline
+            queue.put(result)
+    except BaseException as error:  # reported by the parent
+        queue.put({"failure": repr(error)})
+
+
+def run_case(case, **kwargs):
+    """CASES[case](X, **kwargs) in a fresh process; its result dict with the peak memory the case added."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_child, args=(case, kwargs, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    if "failure" in result:
+        raise RuntimeError(f"{case} {kwargs}: {result['failure']}")
+    return result
+
+
+# ----------------------------------------------------------------------------------------------------- cases
+
+
+def case_width(X, n_threads, width, tol, **_):
+    """The matrix-free Krylov solve with a given block width."""
+    from threadpoolctl import threadpool_limits
+
+    from rkm import _core
+
+    start = np.random.default_rng(0).standard_normal((X.shape[0], width))
+    with threadpool_limits(1):
+        began = time.perf_counter()
+        w, V, residuals, n_iter, converged, *_ = _core.kernel_top_eigsh(
+            X, "rbf", _gamma(X), 3.0, 1.0, True, N_COMPONENTS, start, tol, None, n_threads
+        )
+        seconds = time.perf_counter() - began
+    return dict(seconds=seconds, products=n_iter, residual=float(residuals.max()), converged=converged)
+
+
+def case_fit(X, n_threads, method, tol=None, **options):
+    """A KernelPCA fit of X: time, eigenvalues, residuals."""
+    import rkm
+
+    options = {k: v for k, v in options.items() if k in ("n_landmarks", "n_features", "landmarks")}
+    model = rkm.KernelPCA(
+        N_COMPONENTS, gamma=_gamma(X), method=method, tol=tol, random_state=0, n_threads=n_threads, **options
+    )
+    began = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - began
+    return dict(
+        seconds=seconds, eigenvalues=model.eigenvalues_, residual=float(model.eigen_residuals_.max()),
+        products=model.n_iter_,
+    )
+
+
+def _exact_eigenvalues(X, n_threads):
+    import rkm
+
+    return rkm.KernelPCA(N_COMPONENTS, gamma=_gamma(X), method="dense", random_state=0, n_threads=n_threads).fit(
+        X
+    ).eigenvalues_
+
+
+def case_peer(X, n_threads, library, method, rank, exact=True, **_):
+    """rkm's primal kernel PCA or scikit-learn's feature map + PCA at the same rank: time and, with `exact`, the
+    relative error of the top eigenvalues against the exact (dense) kernel PCA."""
+    import rkm
+    from sklearn.decomposition import PCA
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+    from sklearn.pipeline import make_pipeline
+
+    gamma = _gamma(X)
+    began = time.perf_counter()
+    if library == "rkm":
+        option = {"n_landmarks": rank} if method == "nystrom" else {"n_features": rank}
+        model = rkm.KernelPCA(N_COMPONENTS, gamma=gamma, method=method, random_state=0, n_threads=n_threads, **option)
+        eigenvalues = model.fit(X).eigenvalues_
+    else:
+        features = (
+            Nystroem(gamma=gamma, n_components=rank, random_state=0)
+            if method == "nystrom"
+            else RBFSampler(gamma=gamma, n_components=rank, random_state=0)
+        )
+        pipeline = make_pipeline(features, PCA(N_COMPONENTS, random_state=0)).fit(X)
+        # PCA's variances are the centred kernel's eigenvalues over n - 1.
+        eigenvalues = pipeline[-1].explained_variance_ * (X.shape[0] - 1)
+    seconds = time.perf_counter() - began
+    if not exact:
+        return dict(seconds=seconds, error=float("nan"))
+    reference = _exact_eigenvalues(X, n_threads)
+    return dict(seconds=seconds, error=float(np.max(np.abs(eigenvalues - reference)) / reference[0]))
+
+
+def case_approx(X, n_threads, method, rank, **_):
+    """||K - Phi Phi^T||_F / ||K||_F of a feature map, and the top eigenvalues' error against exact KPCA."""
+    import rkm
+    from rkm import features
+
+    gamma = _gamma(X)
+    K = rkm.kernels.kernel_matrix(X, gamma=gamma, n_threads=n_threads)
+    if method == "nystrom":
+        fm = features.Nystroem(rank, gamma=gamma, random_state=0, n_threads=n_threads)
+    else:
+        fm = features.RandomFourierFeatures(rank, gamma=gamma, orthogonal=method == "orf", random_state=0,
+                                            n_threads=n_threads)
+    Phi = fm.fit_transform(X)
+    kernel_error = float(np.linalg.norm(K - Phi @ Phi.T) / np.linalg.norm(K))
+    del K
+    kpca = "nystrom" if method == "nystrom" else "rff"
+    option = {"n_landmarks": rank} if kpca == "nystrom" else {"n_features": rank}
+    exact = _exact_eigenvalues(X, n_threads)
+    approx = rkm.KernelPCA(N_COMPONENTS, gamma=gamma, method=kpca, random_state=0, n_threads=n_threads, **option)
+    eigenvalues = approx.fit(X).eigenvalues_
+    return dict(kernel_error=kernel_error, eigen_error=float(np.max(np.abs(eigenvalues - exact)) / exact[0]))
+
+
+CASES = dict(width=case_width, fit=case_fit, peer=case_peer, approx=case_approx)
+
+
+# ----------------------------------------------------------------------------------------------------- parts
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _gib(value):
+    return f"{value / 2**30:.2f}"
+
+
+def part_width(args, log):
+    rows = []
+    for tol in (1e-6, 1e-10):
+        for width in (8, 16, 32, 64):
+            r = run_case("width", n=20000, n_threads=args.n_threads, width=width, tol=tol)
+            log(f"width {width} tol {tol:g}: {r}")
+            rows.append([f"{tol:g}", str(width), str(r["products"]), str(r["products"] * width),
+                         f"{r['seconds']:.2f}", f"{r['seconds'] / r['products']:.3f}", f"{r['residual']:.1e}"])
+    return (
+        "Matrix-free top-10 of the centred RBF kernel of N = 20000 noisy digits (d = 64), by block width b "
+        "(`_core.kernel_top_eigsh`). Each product recomputes the kernel, so its cost is a fixed part (the kernel) "
+        "plus a part per column; wider blocks need fewer products.\n\n"
+        + _table(["tol", "b", "products", "columns", "seconds", "s / product", "max residual"], rows)
+    )
+
+
+def part_dense(args, log):
+    rows, eigenvalues = [], {}
+    for method in ("dense", "matrix_free"):
+        r = run_case("fit", n=30000, n_threads=args.n_threads, method=method)
+        log(f"{method} N=30000: {r}")
+        eigenvalues[method] = r["eigenvalues"]
+        rows.append([method, f"{r['seconds']:.1f}", _gib(r["peak_bytes"]), str(r["products"]), f"{r['residual']:.1e}"])
+    difference = np.max(np.abs(eigenvalues["dense"] - eigenvalues["matrix_free"]) / eigenvalues["dense"])
+    return (
+        f"KernelPCA(10, method=...) on N = 30000 noisy digits (d = 64, float64, default tol 1e-10). Largest relative "
+        f"difference between the two methods' eigenvalues: {difference:.1e}.\n\n"
+        + _table(["method", "fit s", "peak memory GiB", "block products", "max residual"], rows)
+    )
+
+
+def part_matrix_free(args, log):
+    r = run_case("fit", n=args.matrix_free_n, n_threads=args.n_threads, method="matrix_free", tol=1e-6)
+    log(f"matrix_free N={args.matrix_free_n}: {r}")
+    row = [str(args.matrix_free_n), f"{r['seconds']:.0f}", f"{r['seconds'] / 60:.1f}", _gib(r["peak_bytes"]),
+           str(r["products"]), f"{r['residual']:.1e}"]
+    return (
+        f"KernelPCA(10, method=\"matrix_free\", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, "
+        "float64). The stored kernel would take "
+        f"{args.matrix_free_n**2 * 8 / 2**30:.0f} GiB. Peak memory is what the fit added to the process.\n\n"
+        + _table(["N", "fit s", "fit min", "peak memory GiB", "block products", "max residual"], [row])
+    )
+
+
+def part_million(args, log):
+    rows = []
+    for method, option in (("nystrom", {"n_landmarks": 2000}), ("rff", {"n_features": 2000})):
+        r = run_case("fit", n=args.million_n, n_threads=args.n_threads, method=method, **option)
+        log(f"{method} N={args.million_n}: {r}")
+        rows.append([method, str(list(option.values())[0]), f"{r['seconds']:.1f}", _gib(r["peak_bytes"])])
+    return (
+        f"KernelPCA(10, method=...) on N = {args.million_n} noisy digits (d = 64, float64; the data take "
+        f"{args.million_n * 64 * 8 / 2**30:.2f} GiB).\n\n"
+        + _table(["method", "m", "fit s", "peak memory GiB"], rows)
+    )
+
+
+def part_peers(args, log):
+    rows = []
+    for n, ranks in ((20000, (500, 2000)), (args.peers_large_n, (2000,))):
+        for method in ("nystrom", "rff"):
+            for rank in ranks:
+                r = {}
+                for library in ("rkm", "sklearn"):
+                    r[library] = run_case("peer", n=n, n_threads=args.n_threads, library=library, method=method,
+                                          rank=rank, exact=n <= 20000)
+                    log(f"{library} {method} N={n} m={rank}: {r[library]}")
+                rows.append([str(n), method, str(rank), f"{r['rkm']['seconds']:.2f}", f"{r['sklearn']['seconds']:.2f}",
+                             f"{r['sklearn']['seconds'] / r['rkm']['seconds']:.2f}x", _gib(r["rkm"]["peak_bytes"]),
+                             _gib(r["sklearn"]["peak_bytes"]), f"{r['rkm']['error']:.1e}", f"{r['sklearn']['error']:.1e}"])
+    return (
+        "Top-10 kernel PCA through an explicit feature map of rank m: rkm's KernelPCA(method=\"nystrom\" | \"rff\") "
+        "against scikit-learn's make_pipeline(Nystroem | RBFSampler, PCA(10)), same gamma and rank (rkm's rff uses "
+        "orthogonal random features). Eigenvalue error: largest |lambda - lambda_exact| / lambda_exact,1 against "
+        "the exact kernel PCA (rkm's dense solver; nan where N is too large to run it in the case). Time and peak "
+        "memory are those of the fit alone.\n\n"
+        + _table(["N", "map", "m", "rkm s", "sklearn s", "speed-up", "rkm GiB", "sklearn GiB", "rkm eig. error",
+                  "sklearn eig. error"], rows)
+    )
+
+
+def part_approx(args, log):
+    rows = []
+    for method in ("nystrom", "rff", "orf"):
+        for rank in (250, 500, 1000, 2000):
+            r = run_case("approx", n=5000, n_threads=args.n_threads, method=method, rank=rank)
+            log(f"{method} m={rank}: {r}")
+            rows.append([method, str(rank), f"{r['kernel_error']:.2e}", f"{r['eigen_error']:.2e}"])
+    return (
+        "N = 5000 noisy digits, RBF: relative Frobenius error ||K - Phi Phi^T|| / ||K|| of the feature map, and "
+        "the largest relative error of the top-10 kernel PCA eigenvalues (primal, against the exact dense fit). "
+        "nystrom: uniform landmarks; rff: plain random Fourier features; orf: orthogonal random features (what "
+        "KernelPCA(method=\"rff\") uses for rbf).\n\n"
+        + _table(["map", "m", "kernel error", "eigenvalue error"], rows)
+    )
+
+
+def provenance(args):
+    from rkm._config import config
+
+    info = config()
+    return (
+        f"Written by `python bench/large_n.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}` on "
+        f"{datetime.date.today().isoformat()}: {platform.machine()}, {os.cpu_count()} cores, {args.n_threads} threads "
+        f"(OpenMP and BLAS), rkm {info['version']} ({info['compiler']}), NumPy {np.__version__}."
+    )
+
+
+def main():
+    from rkm.benchmarks import write_section
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--matrix-free-n", type=int, default=200_000)
+    parser.add_argument("--million-n", type=int, default=1_000_000)
+    parser.add_argument("--peers-large-n", type=int, default=100_000)
+    parser.add_argument("--output", default=str(RESULTS))
+    args = parser.parse_args()
+    os.environ["OMP_NUM_THREADS"] = str(args.n_threads)  # inherited by the case processes
+
+    def log(message):
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    parts = dict(width=part_width, dense=part_dense, matrix_free=part_matrix_free, million=part_million,
+                 peers=part_peers, approx=part_approx)
+    for name in args.only:
+        section = parts[name](args, log)
+        write_section(args.output, HEADINGS[name], HEADINGS[name] + "\n\n" + provenance(args) + "\n\n" + section)
+        log(f"wrote \"{HEADINGS[name][3:]}\" to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""Kernel PCA on Dask arrays: the primal path as one map-reduce, the matrix-free product as row-block tasks.
+
+The primal (explicit feature map) kernel PCA needs one pass over the data for its statistics and one for the
+latent variables, so a row-partitioned Dask array runs it as a map-reduce:
+
+1. Fit the feature map from the few rows it needs (``feature_map._sample_indices``: the Nyström landmarks or
+   candidate pool, nothing for random Fourier features), gathered to the client.
+2. Map: on each row partition, the features phi(X_p) (n_p x d_f) are reduced to their count, mean and centred
+   d_f x d_f scatter (:class:`rkm._primal.FeatureMoments`); the feature matrix itself never leaves the worker.
+3. Reduce: the partition moments are merged pairwise in a binary tree by Chan et al.'s update
+   (``FeatureMoments.combine``), exact and stable in any order, so only d_f x d_f matrices travel.
+4. Solve: the small eigenproblem of the d_f x d_f scatter runs on the client
+   (:func:`rkm._primal.primal_components`).
+5. Map again: the hidden features (phi(x) - mean) U / sqrt(lambda) of each partition, as a lazy Dask array
+   with the row chunks of the input.
+
+The matrix-free (dual) path keeps no feature map: :func:`kernel_operator` evaluates K(X, X) B as one task per
+row partition, each running the compiled ``kernel_product`` of its rows against the whole data set (shipped to
+every worker once), which drives a Krylov eigensolver over a cluster one product at a time.
+
+Dask is an optional dependency (``pip install "rkm[dask]"``): this module imports it only inside the
+functions that need it, so :func:`is_dask_array` works, and ``import rkm`` succeeds, without it. Inputs are
+chunked by rows only; columns are gathered into one chunk, as every task needs whole samples.
+"""
+
+import functools
+import math
+import sys
+
+import numpy as np
+
+from rkm import _core, _primal
+from rkm._base import FLOAT_DTYPES, blas_threads, check_matrix, check_n_threads
+from rkm.kernels import _GAMMA_KERNELS, Kernel, _check_kernel_arguments, canonical_kernel_name, resolve_gamma
+
+
+def is_dask_array(X):
+    """Whether X is a Dask array; False without importing Dask when Dask has not been imported."""
+    dask_array = sys.modules.get("dask.array")
+    return dask_array is not None and isinstance(X, dask_array.Array)
+
+
+def _import_dask():
+    try:
+        import dask
+        import dask.array
+    except ImportError as error:  # pragma: no cover - the extra is installed wherever Dask arrays exist
+        raise ImportError('Dask support needs dask[array]: pip install "rkm[dask]"') from error
+    return dask
+
+
+def check_dask_array(dX, name="X"):
+    """Validate a Dask array of samples and return it chunked by rows only, in float32 or float64.
+
+    Parameters
+    ----------
+    dX : dask.array.Array of shape (n_samples, n_features)
+    name : str, default="X"
+        The argument name used in error messages.
+
+    Returns
+    -------
+    dX : dask.array.Array of shape (n_samples, n_features)
+        float32 and float64 inputs keep their dtype, other numeric dtypes become float64; the row chunks are
+        kept and the columns form one chunk.
+
+    Raises
+    ------
+    ValueError
+        If dX is not 2-D, is empty, is not numeric, or has unknown chunk sizes (such as after boolean
+        indexing; ``dX.compute_chunk_sizes()`` resolves them). Non-finite values are found only when the
+        partitions are computed, by the functions that read them.
+    """
+    if not is_dask_array(dX):
+        raise ValueError(f"{name}: must be a dask array, got {type(dX).__name__}")
+    if dX.ndim != 2:
+        raise ValueError(f"{name}: must be a 2-D array of shape (n_samples, n_features), got {dX.ndim}-D")
+    if any(math.isnan(size) for sizes in dX.chunks for size in sizes):
+        raise ValueError(f"{name}: a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes() first")
+    if dX.shape[0] < 1 or dX.shape[1] < 1:
+        raise ValueError(f"{name}: needs at least one sample and one feature, got shape {dX.shape}")
+    if dX.dtype.kind not in "biuf":
+        raise ValueError(f"{name}: must hold real numbers, got dtype {dX.dtype}")
+    if dX.dtype not in FLOAT_DTYPES:
+        dX = dX.astype(np.float64)
+    if len(dX.chunks[1]) > 1:
+        dX = dX.rechunk({1: -1})
+    return dX
+
+
+def _check_finite(block, name="X"):
+    if not np.isfinite(block).all():
+        raise ValueError(f"{name}: contains NaN or infinity")
+
+
+def _row_blocks(dX):
+    """The non-empty row partitions of a column-unchunked dX, as Delayed objects."""
+    blocks = dX.to_delayed().ravel()
+    return [block for block, rows in zip(blocks, dX.chunks[0], strict=True) if rows > 0]
+
+
+def _active_client():
+    """The distributed Client that dask.compute would use now, or None for a local scheduler."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    scheduler = _import_dask().base.get_scheduler()
+    client = getattr(scheduler, "__self__", scheduler)
+    return client if isinstance(client, distributed.Client) else None
+
+
+def _shared(value):
+    """`value` as a single graph dependency, so that tasks share it instead of each carrying a copy.
+
+    On a distributed cluster it is scattered to every worker once, outside the task graph (which travels
+    through the scheduler); on a local scheduler every task reads the same object in memory.
+    """
+    dask = _import_dask()
+    client = _active_client()
+    if client is not None:
+        # A fresh key per call: a content-hashed key may still be in release from the previous call.
+        return dask.delayed(client.scatter(value, broadcast=True, hash=False))
+    return dask.delayed(value, pure=True)
+
+
+def fit_feature_map(feature_map, dX):
+    """Fit an explicit feature map from the few rows of a Dask array it needs.
+
+    Only the rows ``feature_map._sample_indices(n_samples)`` are computed and gathered, so the fitted map
+    equals ``feature_map.fit(dX.compute())`` for the same ``random_state``.
+
+    Parameters
+    ----------
+    feature_map : rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+    dX : dask.array.Array of shape (n_samples, n_features)
+
+    Returns
+    -------
+    feature_map : the fitted feature map (the same object).
+    """
+    dX = check_dask_array(dX)
+    n_samples, n_features = dX.shape
+    indices = feature_map._sample_indices(n_samples)
+    rows = np.ascontiguousarray(dX[indices].compute())
+    _check_finite(rows)
+    return feature_map._fit_sample(rows, n_samples, n_features)
+
+
+def _block_moments(feature_map, block):
+    _check_finite(block)
+    return _primal.feature_moments(feature_map, block)
+
+
+def _combine(left, right):
+    return left.combine(right)
+
+
+def _tree_reduce(parts, combine):
+    """Merge Delayed parts pairwise, level by level: a binary tree of depth log2(len(parts))."""
+    while len(parts) > 1:
+        merged = [combine(left, right) for left, right in zip(parts[::2], parts[1::2], strict=False)]
+        parts = merged + parts[len(merged) * 2 :]
+    return parts[0]
+
+
+def feature_moments(feature_map, dX):
+    """Count, mean and centred scatter matrix of the features phi(X) of a Dask array, computed.
+
+    Each row partition is reduced on its worker to a :class:`rkm._primal.FeatureMoments` (d_f x d_f), and
+    the partition results are merged in a binary tree by ``FeatureMoments.combine``.
+
+    Parameters
+    ----------
+    feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+        Shipped to the workers once per call.
+    dX : dask.array.Array of shape (n_samples, n_features)
+
+    Returns
+    -------
+    moments : rkm._primal.FeatureMoments
+
+    Raises
+    ------
+    ValueError
+        "X: contains NaN or infinity" when a partition holds a non-finite value.
+    """
+    dask = _import_dask()
+    dX = check_dask_array(dX)
+    shared_map = _shared(feature_map)
+    moments = dask.delayed(_block_moments, pure=True)
+    parts = [moments(shared_map, block) for block in _row_blocks(dX)]
+    (total,) = dask.compute(_tree_reduce(parts, dask.delayed(_combine, pure=True)))
+    return total
+
+
+def _finite_then(func, dtype, block, *shared):
+    _check_finite(block)
+    return np.asarray(func(block, *shared), dtype=dtype)
+
+
+def transform_blocks(func, dX, n_out, dtype, *shared):
+    """Map ``func(block, *shared)`` over the row partitions of dX into a lazy Dask array.
+
+    Parameters
+    ----------
+    func : callable
+        Takes a block (n_rows, n_features) and the `shared` values, returns (n_rows, n_out); it must be
+        picklable to run on a distributed cluster.
+    dX : dask.array.Array of shape (n_samples, n_features)
+    n_out : int
+        Columns of func's output.
+    dtype : numpy dtype
+        dtype of the output (func's results are cast to it).
+    *shared : objects
+        Arguments every block needs (a fitted estimator, projection matrices): each is shipped to the
+        workers once rather than once per task.
+
+    Returns
+    -------
+    Y : dask.array.Array of shape (n_samples, n_out)
+        With the row chunks of dX and one column chunk. Computing it raises "X: contains NaN or infinity"
+        when a partition holds a non-finite value. With a distributed client active, the shared values are
+        scattered to its workers now: compute Y with that client.
+    """
+    dX = check_dask_array(dX)
+    dtype = np.dtype(dtype)
+    return dX.map_blocks(
+        functools.partial(_finite_then, func, dtype),
+        *(_shared(value) for value in shared),
+        chunks=(dX.chunks[0], (n_out,)),
+        dtype=dtype,
+        meta=np.empty((0, n_out), dtype=dtype),
+    )
+
+
+def _block_hidden_features(block, feature_map, mean, U, eigenvalues):
+    return _primal.hidden_features(feature_map, block, mean, U, eigenvalues)
+
+
+def hidden_features(feature_map, dX, mean, U, eigenvalues):
+    """The hidden features (phi(x) - mean) U / sqrt(lambda) of a Dask array, as a lazy Dask array.
+
+    Parameters
+    ----------
+    feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+    dX : dask.array.Array of shape (n_samples, n_features)
+    mean : ndarray of shape (n_feature_map_components,)
+    U : ndarray of shape (n_feature_map_components, n_components)
+    eigenvalues : ndarray of shape (n_components,)
+        As :func:`rkm._primal.primal_components` returns them.
+
+    Returns
+    -------
+    H : dask.array.Array of shape (n_samples, n_components)
+        Chunked by rows as dX; float32 for a float32 feature map and float32 dX, float64 otherwise.
+    """
+    dX = check_dask_array(dX)
+    dtype = np.result_type(dX.dtype, feature_map._model_dtype)
+    return transform_blocks(_block_hidden_features, dX, U.shape[1], dtype, feature_map, mean, U, eigenvalues)
+
+
+def _checked_block(block, dtype):
+    block = np.ascontiguousarray(block, dtype=dtype)
+    _check_finite(block)
+    return block
+
+
+def _block_kernel_product(block, X_all, B, kernel, gamma, degree, coef0, n_threads):
+    # The core runs single-threaded GEMMs on each of its own threads.
+    with blas_threads(1):
+        return _core.kernel_product(block, X_all, B, kernel, gamma, degree, coef0, n_threads)
+
+
+def kernel_operator(dX, X_all, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+    """The linear map B -> K(X, X_all) B over a Dask array X, for a Krylov eigensolver's repeated products.
+
+    The arguments are validated once; X_all is shipped to the workers once, and the row partitions of X are
+    checked, converted and persisted once (computed from their source once, not at every product). Each
+    product then runs one task per partition, the compiled ``kernel_product`` of its rows against X_all,
+    with B shipped once per product; the kernel matrix is never stored.
+
+    Parameters
+    ----------
+    dX : dask.array.Array of shape (n_samples, n_features)
+    X_all : array-like of shape (n_samples_all, n_features)
+        With dX holding the rows of X_all, the operator is the kernel matrix K(X, X).
+    kernel, gamma, degree, coef0 : as in :func:`rkm.kernels.kernel_matrix`
+        gamma=None means 1 / n_features.
+    n_threads : int, default=None
+        Threads of each task (None: OpenMP's default, which distributed workers set to 1 thread).
+
+    Returns
+    -------
+    product : callable
+        ``product(B)`` takes B of shape (n_samples_all, n_vectors) and returns the NumPy array
+        K(X, X_all) B of shape (n_samples, n_vectors), in the common dtype of dX and X_all (B is converted
+        to it). It raises "X: contains NaN or infinity" when a partition of dX holds a non-finite value.
+    """
+    dask = _import_dask()
+    dX = check_dask_array(dX)
+    if isinstance(kernel, Kernel):
+        return kernel_operator(dX, X_all, kernel.name, n_threads=n_threads, **kernel.params())
+    name = canonical_kernel_name(kernel)
+    n_threads = check_n_threads(n_threads)
+    X_all = check_matrix(X_all, "X_all")
+    if X_all.shape[1] != dX.shape[1]:
+        raise ValueError(f"X_all: has {X_all.shape[1]} features but X has {dX.shape[1]}")
+    gamma = resolve_gamma(name, gamma, X_all.shape[1]) if name in _GAMMA_KERNELS else 1.0
+    _check_kernel_arguments(name, degree, coef0)
+    dtype = np.result_type(dX.dtype, X_all.dtype)
+    X_all = X_all.astype(dtype, copy=False)
+    X_shared = _shared(X_all)
+    checked = dask.delayed(_checked_block, pure=True)
+    blocks = dask.persist(*(checked(block, dtype) for block in _row_blocks(dX)))
+    task = dask.delayed(_block_kernel_product, pure=True)
+
+    def product(B):
+        B = check_matrix(B, "B")
+        if B.shape[0] != X_all.shape[0]:
+            raise ValueError(f"B: must have {X_all.shape[0]} rows (one per row of X_all), got {B.shape[0]}")
+        B_shared = _shared(B.astype(dtype, copy=False))
+        arguments = (X_shared, B_shared, name, gamma, float(degree), float(coef0), n_threads)
+        parts = [task(block, *arguments) for block in blocks]
+        return np.concatenate(dask.compute(*parts), axis=0)
+
+    return product
+
+
+def kernel_product(dX, X_all, B, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+    """K(X, X_all) B without storing K, one Dask task per row partition of X, computed.
+
+    A single product of :func:`kernel_operator` (use that for repeated products with the same X).
+
+    Parameters
+    ----------
+    dX : dask.array.Array of shape (n_samples, n_features)
+    X_all : array-like of shape (n_samples_all, n_features)
+    B : array-like of shape (n_samples_all, n_vectors)
+    kernel, gamma, degree, coef0, n_threads : as in :func:`kernel_operator`
+
+    Returns
+    -------
+    Y : ndarray of shape (n_samples, n_vectors)
+        In the common dtype of dX, X_all and B.
+    """
+    X_all = check_matrix(X_all, "X_all")
+    B = check_matrix(B, "B")
+    X_all = X_all.astype(np.result_type(X_all.dtype, B.dtype), copy=False)
+    return kernel_operator(dX, X_all, kernel, gamma, degree, coef0, n_threads)(B)

@@ -1,0 +1,267 @@
+"""Kernel PCA in the primal: the centred covariance of explicit features, streamed, and its eigenvectors.
+
+With an explicit feature map phi (:mod:`rkm.features`) of m features, kernel PCA needs the m x m centred
+scatter matrix C = sum_i (phi_i - mu)(phi_i - mu)^T instead of the n x n kernel matrix. C and the centred
+approximate kernel matrix Phi_c Phi_c^T share their nonzero eigenvalues: with C U = U Lambda, the hidden
+features H = Phi_c U Lambda^{-1/2} are the eigenvectors of Phi_c Phi_c^T, with orthonormal columns (the
+primal/dual pair of Suykens 2017, sec. 3.4). C is accumulated a block of rows at a time, and per-block
+moments merge exactly in any order (Chan, Golub and LeVeque 1979), so partitions of distributed data reduce
+in a tree.
+
+References
+----------
+T. F. Chan, G. H. Golub and R. J. LeVeque, "Updating formulae and a pairwise algorithm for computing sample
+variances", Technical report STAN-CS-79-773, Stanford University, 1979.
+J. A. K. Suykens, "Deep restricted kernel machines using conjugate feature duality", Neural Computation
+29(8), 2017.
+"""
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.linalg.blas
+from sklearn.utils import check_array
+from sklearn.utils.validation import check_is_fitted
+
+from rkm._base import FLOAT_DTYPES, blas_threads, thread_count
+
+# Float64 bytes of one block of features phi(X) (and of its centred copy).
+BLOCK_BYTES = 128 * 2**20
+
+
+def _gram(A):
+    """A^T A (float64, symmetric) for a C-contiguous float64 A, by BLAS's SYRK on the transposed view (no copy).
+
+    SciPy's SYRK: NumPy sends A.T @ A to its own OpenBLAS's SYRK, whose multi-threaded version has crashed on
+    large outputs; the scatter matrices here are m x m for a few thousand features at most.
+    """
+    gram = scipy.linalg.blas.dsyrk(1.0, A.T, trans=0)  # the upper triangle; the lower one is zero
+    gram += gram.T
+    gram.flat[:: gram.shape[0] + 1] *= 0.5
+    return gram
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureMoments:
+    """Count, mean and centred scatter matrix of a set of feature vectors.
+
+    Attributes
+    ----------
+    n : int
+        Number of feature vectors.
+    mean : ndarray of shape (m,), float64
+        mu = (1/n) sum_i phi_i.
+    scatter : ndarray of shape (m, m), float64
+        C = sum_i (phi_i - mu)(phi_i - mu)^T (not divided by n).
+    """
+
+    n: int
+    mean: np.ndarray
+    scatter: np.ndarray
+
+    @classmethod
+    def from_block(cls, Phi, overwrite=False):
+        """Moments of the rows of Phi, in float64.
+
+        The block is converted to float64, centred on its own mean and its scatter is a float64 GEMM, so
+        float32 features lose nothing more in the accumulation and the result does not depend on how the
+        rows are split into blocks beyond float64 rounding.
+
+        Parameters
+        ----------
+        Phi : array-like of shape (n, m)
+        overwrite : bool, default=False
+            Whether Phi, when already a float64 array, may be centred in place (saves a copy).
+
+        Returns
+        -------
+        FeatureMoments
+        """
+        Phi = np.asarray(Phi, dtype=np.float64) if overwrite else np.array(Phi, dtype=np.float64, ndmin=2)
+        if Phi.ndim != 2:
+            raise ValueError(f"Phi: must be a 2-D array, got {Phi.ndim}-D")
+        n, m = Phi.shape
+        if n == 0:
+            return cls(0, np.zeros(m), np.zeros((m, m)))
+        mean = Phi.mean(axis=0)
+        Phi -= mean
+        return cls(n, mean, _gram(np.ascontiguousarray(Phi)))
+
+    def combine(self, other):
+        """Moments of the union of both sets, by Chan et al.'s pairwise update.
+
+        With delta = mu_b - mu_a and n = n_a + n_b: mu = mu_a + delta n_b / n and
+        C = C_a + C_b + delta delta^T n_a n_b / n. Exact in exact arithmetic and stable in floating point,
+        in any order of merging.
+
+        Parameters
+        ----------
+        other : FeatureMoments
+
+        Returns
+        -------
+        FeatureMoments
+        """
+        if other.mean.shape != self.mean.shape:
+            raise ValueError(f"other: has {other.mean.shape[0]} features, expected {self.mean.shape[0]}")
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        n = self.n + other.n
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.n / n)
+        scatter = self.scatter + other.scatter + np.outer(delta, delta * (self.n * other.n / n))
+        return FeatureMoments(n, mean, scatter)
+
+
+def _check_block_rows(block_rows, n_features_out):
+    """Rows per block: given, or as many as BLOCK_BYTES of float64 features hold."""
+    if block_rows is None:
+        return max(1, BLOCK_BYTES // (8 * max(n_features_out, 1)))
+    if not isinstance(block_rows, numbers.Integral) or isinstance(block_rows, bool) or block_rows < 1:
+        raise ValueError(f"block_rows: must be a positive int or None, got {block_rows!r}")
+    return int(block_rows)
+
+
+def _blocks(feature_map, X, block_rows):
+    """The data as an array (possibly with no rows, as a partition may be), and the slices of its row blocks."""
+    check_is_fitted(feature_map)
+    X = check_array(X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=0, input_name="X")
+    step = _check_block_rows(block_rows, feature_map._n_features_out)
+    return X, [slice(start, min(start + step, X.shape[0])) for start in range(0, X.shape[0], step)]
+
+
+def _raw_blocks(feature_map, X, block_rows):
+    """The raw features psi(X) (phi = psi A for the map's linear map A, or psi itself) block by block, with the
+    block's row slice."""
+    X, blocks = _blocks(feature_map, X, block_rows)
+    X = X.astype(feature_map._model_dtype, copy=False)
+    for rows in blocks:
+        yield rows, feature_map._raw_block(X[rows])
+
+
+def feature_moments(feature_map, X, block_rows=None):
+    """Moments of the features phi(X) of a fitted feature map, a block of rows at a time.
+
+    Features of the form phi = psi A (Nyström: psi = k(x, landmarks), A = K_LL^{-1/2}) are accumulated as
+    psi's moments and mapped at the end (mean A^T mu_psi, scatter A^T C_psi A): that saves the n m^2 product
+    of forming phi, the largest cost besides the scatter itself.
+
+    Parameters
+    ----------
+    feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+    X : array-like of shape (n_samples, n_features)
+    block_rows : int, default=None
+        Rows per block (None: as many as 64 MiB of float64 features hold).
+
+    Returns
+    -------
+    FeatureMoments
+        Of the features in the model's dtype, accumulated in float64.
+    """
+    A = feature_map._linear_map
+    threads = thread_count(feature_map.n_threads)
+    n, shift, sums, upper = 0, None, None, None
+    with blas_threads(threads):
+        for _, Psi in _raw_blocks(feature_map, X, block_rows):
+            Psi = np.asarray(Psi, dtype=np.float64)
+            if shift is None:  # shifted sums keep the cancellation in scatter - n mean mean^T small
+                shift = Psi.mean(axis=0)
+                sums, upper = np.zeros_like(shift), np.zeros((shift.size, shift.size), order="F")
+            Psi -= shift
+            n += Psi.shape[0]
+            sums += Psi.sum(axis=0)
+            scipy.linalg.blas.dsyrk(1.0, Psi.T, beta=1.0, c=upper, trans=0, overwrite_c=True)
+    if n == 0:
+        m = feature_map._n_features_out if A is None else A.shape[0]
+        return FeatureMoments(0, np.zeros(m), np.zeros((m, m)))
+    offset = sums / n
+    scatter = upper + np.triu(upper, 1).T - n * np.outer(offset, offset)
+    moments = FeatureMoments(n, shift + offset, scatter)
+    if A is None:
+        return moments
+    A = A.astype(np.float64)
+    with blas_threads(threads):
+        return FeatureMoments(moments.n, moments.mean @ A, A.T @ moments.scatter @ A)
+
+
+def primal_components(moments, n_components=None):
+    """Leading eigenpairs of the centred scatter matrix C of the features.
+
+    The eigenvalues of C are the nonzero eigenvalues of the centred approximate kernel matrix Phi_c Phi_c^T
+    (the eigenvalues of kernel PCA with eta = 1).
+
+    Parameters
+    ----------
+    moments : FeatureMoments
+    n_components : int, default=None
+        Number of eigenpairs s, at most m (None: all m).
+
+    Returns
+    -------
+    eigenvalues : ndarray of shape (s,), float64
+        Descending; those at or below the rounding level m eps lambda_max of C are set to 0.
+    U : ndarray of shape (m, s), float64
+        Orthonormal eigenvectors, each with its entry of largest magnitude positive.
+    """
+    m = moments.scatter.shape[0]
+    s = m if n_components is None else n_components
+    if not isinstance(s, numbers.Integral) or isinstance(s, bool) or not 1 <= s <= m:
+        raise ValueError(f"n_components: must be between 1 and the number of features {m}, got {n_components!r}")
+    w, U = scipy.linalg.eigh(moments.scatter, subset_by_index=[m - s, m - 1], check_finite=False)
+    w, U = w[::-1], U[:, ::-1]
+    rounding = m * np.finfo(np.float64).eps * max(w[0], 0.0)
+    eigenvalues = np.where(w > rounding, w, 0.0)
+    largest = U[np.argmax(np.abs(U), axis=0), np.arange(s)]
+    return eigenvalues, np.ascontiguousarray(U * np.where(largest < 0, -1.0, 1.0))
+
+
+def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
+    """Hidden features H = (phi(X) - mean) U diag(eigenvalues)^{-1/2}, 0 where an eigenvalue is 0.
+
+    On the data the moments came from, H has orthonormal columns (those with a positive eigenvalue): the
+    eigenvectors of the centred approximate kernel matrix. Computed as psi(X) (A P) - mean P with
+    P = U diag(eigenvalues)^{-1/2}, so each block costs n m s rather than the n m^2 of forming phi.
+
+    Parameters
+    ----------
+    feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+    X : array-like of shape (n_samples, n_features)
+    mean : array-like of shape (m,)
+        The features' mean (``FeatureMoments.mean``).
+    U : array-like of shape (m, s)
+    eigenvalues : array-like of shape (s,)
+        As :func:`primal_components` returns them.
+    block_rows : int, default=None
+        Rows per block (None: as many as 64 MiB of float64 features hold).
+
+    Returns
+    -------
+    H : ndarray of shape (n_samples, s)
+        In the dtype of the features (float32 for a float32 model and float32 X).
+    """
+    m = feature_map._n_features_out
+    mean = np.asarray(mean, dtype=np.float64)
+    U = np.asarray(U, dtype=np.float64)
+    eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
+    if mean.shape != (m,):
+        raise ValueError(f"mean: must have shape ({m},), got {mean.shape}")
+    if U.ndim != 2 or U.shape[0] != m:
+        raise ValueError(f"U: must have shape ({m}, s), got {U.shape}")
+    if eigenvalues.shape != (U.shape[1],):
+        raise ValueError(f"eigenvalues: must have shape ({U.shape[1]},), got {eigenvalues.shape}")
+    positive = eigenvalues > 0
+    scale = np.divide(1.0, np.sqrt(np.where(positive, eigenvalues, 1.0))) * positive
+    projection = U * scale
+    offset = mean @ projection
+    A = feature_map._linear_map
+    raw_projection = projection if A is None else A.astype(np.float64) @ projection
+    X = check_array(X, dtype=list(FLOAT_DTYPES), ensure_min_samples=0, input_name="X")
+    H = np.empty((X.shape[0], U.shape[1]), dtype=np.result_type(X.dtype, feature_map._model_dtype))
+    with blas_threads(thread_count(feature_map.n_threads)):
+        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
+            H[rows] = Psi.astype(np.float64, copy=False) @ raw_projection - offset
+    return H

@@ -1,0 +1,207 @@
+"""Eigen-solver support shared by the kernel models: block widths, memory and time estimates, and the checks
+of a computed spectrum (positive semi-definiteness, rounding level, convergence)."""
+
+import functools
+import os
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
+
+from rkm import _core
+from rkm._base import blas_threads, thread_count
+
+# Allowance for the interpreter's and NumPy's transient allocations during a fit, beyond the arrays counted.
+MEMORY_SLACK_BYTES = 128 * 2**20
+# Bytes of each kernel-build thread's buffers (the core's kBandBytes chunk and its tiles).
+KERNEL_BUILD_THREAD_BYTES = 5 * 2**20
+
+
+def numerically_positive(eigenvalues, dtype):
+    """Eigenvalues of a PSD matrix with rounding noise set to zero (scikit-learn's thresholds).
+
+    Values below 1e-12 (float64) or 2e-7 (float32) times the largest one are indistinguishable from zero;
+    their components then project to zero instead of dividing by noise.
+    """
+    ratio = 1e-12 if dtype == np.float64 else 2e-7
+    largest = eigenvalues.max(initial=0.0)
+    return np.where(eigenvalues > largest * ratio, eigenvalues, 0.0)
+
+
+def check_symmetric(K):
+    """Raise unless the square K is symmetric to rounding; return max |K|.
+
+    The Krylov solver reads one triangle and the centring the whole matrix, so an asymmetric Gram matrix
+    would be decomposed inconsistently. Walked in blocks of rows so no second N x N array is made.
+    """
+    scale = asymmetry = 0.0
+    for start in range(0, K.shape[0], 1024):
+        rows = K[start : start + 1024]
+        scale = max(scale, float(np.abs(rows).max()))
+        asymmetry = max(asymmetry, float(np.abs(rows - K[:, start : start + 1024].T).max()))
+    if asymmetry > np.sqrt(np.finfo(K.dtype).eps) * scale:
+        raise ValueError(
+            f"X: a precomputed kernel must be symmetric, but max |K - K^T| = {asymmetry:.3g} "
+            f"({asymmetry / scale:.2g} of max |K|); symmetrize it, e.g. (K + K.T) / 2"
+        )
+    return scale
+
+
+def rounding_level(n_samples, scale, dtype):
+    """Worst-case spectral norm of the rounding error in an n x n kernel matrix whose entries are <= scale."""
+    return n_samples * np.finfo(dtype).eps * scale
+
+
+def warn_if_below_precision(largest, rounding, dtype):
+    """Warn when the centred kernel's spectrum is no larger than the rounding of its entries."""
+    if largest > 10 * rounding:
+        return
+    advice = "use float64 input" if dtype == np.float32 else "rescale the kernel (e.g. a larger gamma)"
+    warnings.warn(
+        f"KernelPCA: the largest eigenvalue of the centred kernel ({largest:.3g}) is within a factor 10 of the "
+        f"{np.dtype(dtype).name} rounding error of the kernel matrix ({rounding:.3g}): the kernel barely varies "
+        f"across the data (a very small gamma?) and its components are mostly rounding; {advice}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def check_positive_spectrum(w, rounding, dtype):
+    """Reject an indefinite kernel as scikit-learn does; zero small negative eigenvalues with a warning.
+
+    Negative eigenvalues below the matrix's rounding level are noise. Beyond it, one more negative than
+    1e-5 (float64) or 5e-3 (float32) of the largest eigenvalue raises, and smaller ones above 1e-10 / 1e-6
+    warn (scikit-learn's ``_check_psd_eigenvalues`` thresholds). Only the computed (top) eigenvalues are seen.
+    """
+    negative = w[w < 0]
+    worst = -negative.min(initial=0.0)
+    if worst <= rounding:
+        return
+    double = dtype == np.float64
+    largest = max(float(w.max(initial=0.0)), 0.0)
+    summary = f"{negative.size} of the {w.size} computed eigenvalues are negative, down to {-worst:.3g}"
+    if worst > (1e-5 if double else 5e-3) * largest:
+        raise ValueError(
+            f"X: the kernel matrix is not positive semi-definite: {summary} (largest {largest:.3g}); kernel PCA "
+            "needs a PSD kernel (check a precomputed Gram matrix, or the poly kernel's gamma and coef0)"
+        )
+    if worst > (1e-10 if double else 1e-6):
+        warnings.warn(
+            f"KernelPCA: {summary} ({worst / largest:.2g} of the largest); they are set to zero",
+            PositiveSpectrumWarning,
+            stacklevel=3,
+        )
+
+
+@functools.cache
+def dense_seconds_per_cube(n_threads):
+    """Seconds per n^3 of LAPACK's full eigendecomposition here, timed once on a 600 x 600 matrix."""
+    n = 600
+    A = np.random.default_rng(0).standard_normal((n, n))
+    A += A.T
+    with blas_threads(thread_count(n_threads)):
+        start = time.perf_counter()
+        _core.eigh(A, n_threads)
+        return (time.perf_counter() - start) / n**3
+
+
+def warn_slow_dense(n_samples, n_components, n_threads):
+    minutes = dense_seconds_per_cube(n_threads) * n_samples**3 / 60
+    warnings.warn(
+        f"KernelPCA: eigen_solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
+        f"{minutes:.0f} min here (scaled from a 600-sample run), and LAPACK cannot be interrupted by Ctrl-C once "
+        f"it runs; eigen_solver='krylov' finds the {n_components} leading components far faster",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, n_threads):
+    """Peak bytes a fit allocates: the kernel matrix, the eigensolver's workspace and the kernel build's buffers.
+
+    The dense solver holds a copy of K, LAPACK syevd's 2 n^2 workspace and then two n^2 eigenvector arrays
+    (4 n^2 in all besides K); the Krylov solver holds a fixed number of n-vectors.
+    """
+    n, item = n_samples, np.dtype(dtype).itemsize
+    if solver == "dense":
+        solver_bytes = 4 * n * n * item
+    else:
+        block = krylov_block_size(n_components, n)
+        solver_bytes = (_core.krylov_workspace_columns(n_components, block) + block) * n * item
+    threads = thread_count(n_threads) or os.cpu_count() or 1
+    # Double copies of X (kernel build), per-thread band buffers, per-thread column sums (centring).
+    build_bytes = 2 * n * n_features * 8 + threads * (KERNEL_BUILD_THREAD_BYTES + 8 * n)
+    return n * n * item + solver_bytes + build_bytes + MEMORY_SLACK_BYTES
+
+
+def krylov_block_size(n_components, n_samples):
+    """Columns the Krylov solver multiplies by K per pass: 8 (the width of the core's product tiles) up to
+    64 components, 16 up to 128, then 32.
+
+    Products with few columns stream K at memory speed, so the cost of the eigen step follows the total
+    number of columns multiplied; narrow blocks need the fewest (measured on RBF spectra, N = 10000:
+    s = 10 took 96 columns with blocks of 8 against 160 with 16; s = 50 took 256 against 304 with 16 and
+    616 with 56). Wider blocks for many components bound the number of orthogonalization steps. Widths of
+    8, 16 and 32 columns are also the ones the product tiles run fastest per column (24 took 1.6x longer
+    per column than 32, N = 3000 to 20000)."""
+    width = 8 if n_components <= 64 else 16 if n_components <= 128 else 32
+    return min(n_samples, width)
+
+
+def matrix_free_block_size(n_components, n_samples):
+    """Columns per matrix-free block product: 32 up to 32 components, then 64.
+
+    Each matrix-free product recomputes the whole kernel, which costs as much as multiplying it with a few
+    dozen columns, so wider blocks than the stored matrix's pay: fewer passes over the kernel in all
+    (measured in bench/RESULTS.md, "Matrix-free kernel PCA: block width")."""
+    return min(n_samples, 32 if n_components <= 32 else 64)
+
+
+def matrix_free_memory_bytes(n_samples, n_features, n_components, dtype, n_threads):
+    """Peak bytes of a matrix-free fit: X and the block in double, per-thread tiles and accumulators, and the
+    Krylov solver's workspace."""
+    item = np.dtype(dtype).itemsize
+    block = matrix_free_block_size(n_components, n_samples)
+    threads = thread_count(n_threads) or os.cpu_count() or 1
+    product = _core.kernel_product_workspace_bytes(n_samples, n_samples, n_features, block + 1, threads, True)
+    solver = (_core.krylov_workspace_columns(n_components, block) + 2 * block) * n_samples * item
+    return product + solver + MEMORY_SLACK_BYTES
+
+
+def kernel_diagonal_max(X, name, gamma, degree, coef0):
+    """max_i k(x_i, x_i), the largest entry of a PSD kernel matrix: 1 for the normalised kernels, from the
+    squared norms for linear and poly (X may be a Dask array; that costs one pass)."""
+    if name not in ("linear", "poly"):
+        return 1.0
+    largest = float((X.astype(np.float64) ** 2).sum(axis=1).max())
+    if name == "linear":
+        return largest
+    smallest = float((X.astype(np.float64) ** 2).sum(axis=1).min())
+    return max(abs(gamma * value + coef0) ** degree for value in (largest, smallest))
+
+
+def finite_or_raise(values, method):
+    """Hidden features divide by eigenvalues: refuse results that overflow rather than return infinities."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"X: {method} overflows: the hidden features h = e / lambda exceed the floating-point range (the model "
+            "has eigenvalues too small for these inputs)"
+        )
+    return values
+
+
+def warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
+    tol = f"tol {tol:g}" if tol is not None else "the default tol"
+    if n_iter < max_iter:
+        advice = "use float64 or a larger tol" if dtype == np.float32 else "use a larger tol"
+        reason = (
+            f"stopped after {n_iter} block products: the relative residuals stagnated at up to "
+            f"{residuals.max():.2e}, the accuracy {np.dtype(dtype).name} can reach here, above {tol}; {advice}"
+        )
+    else:
+        reason = (
+            f"reached max_iter = {max_iter} block products with relative residuals up to {residuals.max():.2e} "
+            f"({tol}); increase max_iter"
+        )
+    warnings.warn(f"KernelPCA: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=4)
