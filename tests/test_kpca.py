@@ -452,6 +452,15 @@ def test_large_n_methods_reject_bad_parameters(params, message):
         KernelPCA(random_state=0, **params).fit(X)
 
 
+@pytest.mark.parametrize("kernel", ["linear", "cosine", "tanimoto"])
+def test_matrix_free_on_a_zero_kernel_behaves_as_dense(kernel):
+    # All-zero rows give a zero kernel: no Nyström start, and the same warning and zero spectrum as "dense".
+    X = np.zeros((300, 3))
+    with pytest.warns(RuntimeWarning, match="barely varies"):
+        free = KernelPCA(2, kernel=kernel, method="matrix_free", random_state=0).fit(X)
+    np.testing.assert_array_equal(free.eigenvalues_, [0.0, 0.0])
+
+
 def test_matrix_free_needs_a_number_of_components():
     with pytest.raises(ValueError, match="n_components: method='matrix_free' needs"):
         KernelPCA(method="matrix_free").fit(np.random.default_rng(0).random((50, 3)))

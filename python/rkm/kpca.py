@@ -371,8 +371,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Every matrix-free product recomputes the whole kernel; starting from Nyström's approximate
         eigenvectors saves 2 to 3 of them (N = 20000 noisy digits, 10 components, blocks of 32: 4 products
-        instead of 6 at tol 1e-6, 6 instead of 9 at 1e-10; filling half the block instead of all of it
-        saved 1) for the cost of an n m^2 product."""
+        instead of 6 at tol 1e-6, 6 instead of 9 at 1e-10; filling only half the block saved one fewer) for
+        the cost of an n m^2 product. Landmarks without a positive eigenvalue (all-zero rows under the
+        linear, cosine or tanimoto kernel) give no approximation: the solver then starts from the random block."""
         start = check_random_state(self.random_state).standard_normal((X.shape[0], width))
         n_landmarks = min(X.shape[0], max(2 * width, int(2 * np.sqrt(X.shape[0]))))
         if n_landmarks < 2 * width or X.shape[0] <= _DENSE_MAX_SAMPLES:
@@ -384,7 +385,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         )
         with warnings.catch_warnings():  # the approximation's own diagnostics do not concern this fit
             warnings.simplefilter("ignore")
-            fm.fit(X)
+            try:
+                fm.fit(X)
+            except ValueError:  # a landmark kernel matrix without a positive eigenvalue
+                return start.astype(X.dtype)
             moments = self._primal_moments(fm, X, _primal)
             w, U = _primal.primal_components(moments, min(width, fm.n_components_))
             H = _primal.hidden_features(fm, X, moments.mean, U, w)
