@@ -461,6 +461,28 @@ def test_matrix_free_on_a_zero_kernel_behaves_as_dense(kernel):
     np.testing.assert_array_equal(free.eigenvalues_, [0.0, 0.0])
 
 
+def test_verbose_matrix_free_fit_reports_each_block_product(blobs, capsys):
+    model = KernelPCA(3, gamma=0.05, method="matrix_free", verbose=1, random_state=0).fit(blobs[:500])
+    lines = capsys.readouterr().out.splitlines()
+    assert "method 'matrix_free' for 500 samples" in lines[0]
+    products = [line for line in lines if "block product" in line and line.endswith("done")]
+    assert len(products) == model.n_iter_ and products[-1].endswith(f"block product {model.n_iter_} done")
+    assert lines[-1].endswith("fitted 3 components")
+    KernelPCA(3, gamma=0.05, method="matrix_free", random_state=0).fit(blobs[:500])
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="verbose: must be a non-negative int"):
+        KernelPCA(3, verbose=-1).fit(blobs[:50])
+
+
+def test_an_error_in_the_progress_callback_stops_the_solver(blobs):
+    def failing(products):
+        raise RuntimeError(f"stop after {products}")
+
+    start = np.random.default_rng(0).standard_normal((500, 8))
+    with pytest.raises(RuntimeError, match="stop after 1"):
+        _core.kernel_top_eigsh(blobs[:500], "rbf", 0.05, 3.0, 1.0, True, 3, start, None, None, None, failing)
+
+
 def test_matrix_free_needs_a_number_of_components():
     with pytest.raises(ValueError, match="n_components: method='matrix_free' needs"):
         KernelPCA(method="matrix_free").fit(np.random.default_rng(0).random((50, 3)))

@@ -22,15 +22,24 @@ RowMatrix<T> kernel_product_py(ConstMatrixRef<T> X, std::optional<ConstMatrixRef
 template <typename T>
 py::tuple kernel_top_eigsh_py(ConstMatrixRef<T> X, const std::string& kernel, std::optional<double> gamma,
                               double degree, double coef0, bool center, int n_components, ConstMatrixRef<T> start,
-                              std::optional<double> tol, std::optional<int> max_iter, std::optional<int> n_threads) {
+                              std::optional<double> tol, std::optional<int> max_iter, std::optional<int> n_threads,
+                              py::object progress) {
   const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
   const int threads = thread_count(n_threads);
+  std::function<void(int)> on_product;
+  if (!progress.is_none()) {
+    // Runs between products on the thread that entered the core, so it takes the GIL back for the call.
+    on_product = [&progress](int products) {
+      py::gil_scoped_acquire gil;
+      progress(products);
+    };
+  }
   KernelEigenResult<T> r;
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
     py::gil_scoped_release release;
     r = kernel_top_eigsh<T>(X, spec, center, n_components, start, tol.value_or(default_tol<T>()),
-                            max_iter.value_or(default_max_iter(n_components, start.cols())), threads);
+                            max_iter.value_or(default_max_iter(n_components, start.cols())), threads, on_product);
   }
   return py::make_tuple(std::move(r.eigen.values), std::move(r.eigen.vectors), std::move(r.eigen.residuals),
                         r.eigen.n_iter, r.eigen.converged, std::move(r.column_means), r.grand_mean);
@@ -45,8 +54,10 @@ void def_kernel_operator(py::module_& m) {
   m.def("kernel_top_eigsh", &kernel_top_eigsh_py<T>, py::arg("X").noconvert(), py::arg("kernel"), py::arg("gamma"),
         py::arg("degree"), py::arg("coef0"), py::arg("center"), py::arg("n_components"), py::arg("start").noconvert(),
         py::arg("tol") = py::none(), py::arg("max_iter") = py::none(), py::arg("n_threads") = py::none(),
-        "Largest eigenpairs of the (centred) kernel matrix of X without storing it. Returns (w, V, residuals, "
-        "n_iter, converged, column_means, grand_mean).");
+        py::arg("progress") = py::none(),
+        "Largest eigenpairs of the (centred) kernel matrix of X without storing it; progress(k), when given, "
+        "is called after the k-th block product. Returns (w, V, residuals, n_iter, converged, column_means, "
+        "grand_mean).");
 }
 
 }  // namespace

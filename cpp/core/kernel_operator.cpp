@@ -98,7 +98,7 @@ void kernel_product(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Z, cons
 template <typename T>
 KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center,
                                       int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
-                                      int n_threads) {
+                                      int n_threads, const std::function<void(int)>& on_product) {
   const Index n = X.rows();
   require(X.allFinite(), "X: contains NaN or infinity");
   require(start.rows() == n, "start: must have one row per sample of X");
@@ -107,6 +107,7 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
   KernelEigenResult<T> result;
   Eigen::VectorXd column_means = Eigen::VectorXd::Zero(n);
   bool have_means = !center;
+  int products = 0;
   const BlockProduct<T> apply = [&](const ConstMatrixRef<T>& Q, MatrixRef<T> Y) {
     const Index b = Q.cols();
     DoubleMatrix B(n, have_means ? b : b + 1);
@@ -125,6 +126,7 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
       KB.leftCols(b) -= column_means * sums;
     }
     Y = KB.leftCols(b).template cast<T>();
+    if (on_product) on_product(++products);
   };
   result.eigen = top_eigsh<T>(apply, n, n_components, start, tol, max_iter, guard.threads());
   result.column_means = column_means.template cast<T>();
@@ -145,8 +147,10 @@ template void kernel_product<float>(const ConstMatrixRef<float>&, const ConstMat
 template void kernel_product<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
                                      const KernelSpec&, const ConstMatrixRef<double>&, MatrixRef<double>, int);
 template KernelEigenResult<float> kernel_top_eigsh<float>(const ConstMatrixRef<float>&, const KernelSpec&, bool, int,
-                                                          const ConstMatrixRef<float>&, double, int, int);
+                                                          const ConstMatrixRef<float>&, double, int, int,
+                                                          const std::function<void(int)>&);
 template KernelEigenResult<double> kernel_top_eigsh<double>(const ConstMatrixRef<double>&, const KernelSpec&, bool,
-                                                            int, const ConstMatrixRef<double>&, double, int, int);
+                                                            int, const ConstMatrixRef<double>&, double, int, int,
+                                                            const std::function<void(int)>&);
 
 }  // namespace rkm

@@ -4,6 +4,8 @@
 #include "core/eigs.hpp"
 #include "core/kernels.hpp"
 
+#include <functional>
+
 namespace rkm {
 
 // Y = K(X, Z) B, or K(X, X) B when Z == nullptr, with the kernel evaluated a square tile at a time and never
@@ -26,11 +28,12 @@ struct KernelEigenResult {
 // (K_c = K - 1 c^T - c 1^T + g 1 1^T for the column means c and grand mean g), by top_eigsh with the
 // block products computed as above: memory O(n (d + b)) instead of n^2. Centring costs no extra pass: the
 // first product carries a column of ones, whose product gives c; later products subtract the rank-two
-// correction. `start` (n x b) fixes the block width and the first block.
+// correction. `start` (n x b) fixes the block width and the first block. `on_product`, when set, is called
+// with the number of products done after each one (progress reports of fits that take minutes).
 template <typename T>
 KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center,
                                       int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
-                                      int n_threads);
+                                      int n_threads, const std::function<void(int)>& on_product = {});
 
 // Bytes kernel_product holds besides its inputs and output, for K(X, Z) B with X (n_rows x n_features),
 // Z (n_columns x n_features; Z = X when symmetric) and B with b columns.

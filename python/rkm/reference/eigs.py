@@ -176,7 +176,7 @@ def top_eigsh_operator(matmat, n, n_components, start, tol=None,
 
 
 def kernel_top_eigsh(X, kernel, gamma, degree, coef0, center, n_components, start, tol=None, max_iter=None,
-                     n_threads=None):
+                     n_threads=None, progress=None):
     """Compute the largest eigenpairs of the (centred) kernel matrix of X.
 
     Dense oracle of the core's matrix-free solver: it builds the whole kernel
@@ -193,6 +193,9 @@ def kernel_top_eigsh(X, kernel, gamma, degree, coef0, center, n_components, star
         Double-centre the kernel matrix first.
     n_components, start, tol, max_iter, n_threads
         As in :func:`top_eigsh`, for a matrix of order N.
+    progress : callable, optional
+        Called as ``progress(k)`` for k = 1 .. n_iter once the dense solve is done (the core calls it
+        after each block product).
 
     Returns
     -------
@@ -213,4 +216,6 @@ def kernel_top_eigsh(X, kernel, gamma, degree, coef0, center, n_components, star
         else:
             column_means, grand_mean = np.zeros(K.shape[0], K.dtype), 0.0
         w, V, residuals, n_iter, converged = top_eigsh(K, n_components, start, tol, max_iter)
+    for products in range(1, n_iter + 1) if progress is not None else ():
+        progress(products)
     return w, V, residuals, n_iter, converged, column_means, grand_mean
