@@ -31,7 +31,7 @@ import numpy as np
 
 from rkm import _core, _primal
 from rkm._base import FLOAT_DTYPES, blas_threads, check_matrix, check_n_threads
-from rkm.kernels import _GAMMA_KERNELS, Kernel, _check_kernel_arguments, canonical_kernel_name, resolve_gamma
+from rkm.kernels import kernel_spec
 
 
 def is_dask_array(X):
@@ -298,15 +298,12 @@ def kernel_operator(dX, X_all, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_
     """
     dask = _import_dask()
     dX = check_dask_array(dX)
-    if isinstance(kernel, Kernel):
-        return kernel_operator(dX, X_all, kernel.name, n_threads=n_threads, **kernel.params())
-    name = canonical_kernel_name(kernel)
     n_threads = check_n_threads(n_threads)
     X_all = check_matrix(X_all, "X_all")
     if X_all.shape[1] != dX.shape[1]:
         raise ValueError(f"X_all: has {X_all.shape[1]} features but X has {dX.shape[1]}")
-    gamma = resolve_gamma(name, gamma, X_all.shape[1]) if name in _GAMMA_KERNELS else 1.0
-    _check_kernel_arguments(name, degree, coef0)
+    name, gamma, degree, coef0 = kernel_spec(kernel, gamma, degree, coef0, X_all.shape[1])
+    gamma = 1.0 if gamma is None else gamma  # the core's placeholder for kernels without one
     dtype = np.result_type(dX.dtype, X_all.dtype)
     X_all = X_all.astype(dtype, copy=False)
     X_shared = _shared(X_all)

@@ -50,14 +50,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
 from rkm._base import FLOAT_DTYPES, blas_threads, check_fits_in_memory, check_n_threads, thread_count
-from rkm.kernels import (
-    _GAMMA_KERNELS,
-    Kernel,
-    _check_kernel_arguments,
-    canonical_kernel_name,
-    kernel_matrix,
-    resolve_gamma,
-)
+from rkm.kernels import kernel_matrix, kernel_spec
 
 __all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]
 
@@ -87,25 +80,6 @@ def _check_count(value, name):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name}: must be a positive int, got {value!r}")
     return int(value)
-
-
-def _kernel_name(kernel, allowed):
-    """Canonical name of a kernel given by name or as a :class:`rkm.kernels.Kernel`, one of `allowed`."""
-    name = kernel.name if isinstance(kernel, Kernel) else canonical_kernel_name(kernel)
-    if name not in allowed:
-        raise ValueError(f"kernel: must be one of {', '.join(allowed)}, got {kernel!r}")
-    return name
-
-
-def _kernel_spec(kernel, gamma, degree, coef0, n_features, allowed):
-    """(name, gamma, degree, coef0) of the kernel in use; gamma resolved (None for kernels without one)."""
-    name = _kernel_name(kernel, allowed)
-    if isinstance(kernel, Kernel):
-        params = kernel.params()
-        gamma, degree, coef0 = params.get("gamma"), params.get("degree", 3), params.get("coef0", 1.0)
-    _check_kernel_arguments(name, degree, coef0)
-    gamma = resolve_gamma(name, gamma, n_features) if name in _GAMMA_KERNELS else None
-    return name, gamma, degree, coef0
 
 
 def _uniform_subset(rng, n, k):
@@ -336,7 +310,7 @@ class Nystroem(_FeatureMap):
             )
         if self.landmarks not in LANDMARK_METHODS:
             raise ValueError(f"landmarks: must be one of {LANDMARK_METHODS}, got {self.landmarks!r}")
-        _kernel_name(self.kernel, NYSTROEM_KERNELS)
+        kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, allowed=NYSTROEM_KERNELS)
 
     def _draw_sample(self, rng, n_samples):
         if self.landmarks == "uniform":
@@ -351,7 +325,7 @@ class Nystroem(_FeatureMap):
         )
 
     def _fit_from_sample(self, X_sample, rng, indices, n_features):
-        self._kernel_name_, self.gamma_, self._degree_, self._coef0_ = _kernel_spec(
+        self._kernel_name_, self.gamma_, self._degree_, self._coef0_ = kernel_spec(
             self.kernel, self.gamma, self.degree, self.coef0, n_features, NYSTROEM_KERNELS
         )
         positions = self._select_landmarks(X_sample, rng)
@@ -608,7 +582,7 @@ class RandomFourierFeatures(_FeatureMap):
 
     def _check_params(self, n_samples):
         _check_count(self.n_components, "n_components")
-        name = _kernel_name(self.kernel, FOURIER_KERNELS)
+        name, _, _, _ = kernel_spec(self.kernel, self.gamma, allowed=FOURIER_KERNELS)
         if not isinstance(self.orthogonal, (bool, np.bool_)):
             raise ValueError(f"orthogonal: must be True or False, got {self.orthogonal!r}")
         if self.orthogonal and name != "rbf":
@@ -618,7 +592,7 @@ class RandomFourierFeatures(_FeatureMap):
         return np.empty(0, dtype=np.int64)
 
     def _fit_from_sample(self, X_sample, rng, indices, n_features):
-        name, self.gamma_, _, _ = _kernel_spec(self.kernel, self.gamma, 3, 1.0, n_features, FOURIER_KERNELS)
+        name, self.gamma_, _, _ = kernel_spec(self.kernel, self.gamma, n_features=n_features, allowed=FOURIER_KERNELS)
         D = self.n_components
         if name == "laplacian":
             W = rng.standard_cauchy((n_features, D)) * self.gamma_

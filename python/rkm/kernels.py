@@ -65,6 +65,22 @@ def _check_kernel_arguments(kernel, degree, coef0):
         raise ValueError(f"coef0: must be a finite number, got {coef0!r}")
 
 
+def kernel_spec(kernel, gamma=None, degree=3, coef0=1.0, n_features=1, allowed=KERNEL_NAMES):
+    """(name, gamma, degree, coef0) of a kernel given by name or as a :class:`Kernel` (whose own parameters
+    then apply): the canonical name, one of `allowed`; gamma resolved (1 / n_features when None; None for the
+    kernels without one); degree and coef0 checked. The one place models resolve their kernel parameters."""
+    if isinstance(kernel, Kernel):
+        name, params = kernel.name, kernel.params()
+        gamma, degree, coef0 = params.get("gamma"), params.get("degree", 3), params.get("coef0", 1.0)
+    else:
+        name = canonical_kernel_name(kernel)
+    if name not in allowed:
+        raise ValueError(f"kernel: must be one of {', '.join(allowed)}, got {kernel!r}")
+    _check_kernel_arguments(name, degree, coef0)
+    gamma = resolve_gamma(name, gamma, n_features) if name in _GAMMA_KERNELS else None
+    return name, gamma, degree, coef0
+
+
 def _validated(kernel, gamma, degree, coef0, n_threads, arrays, required=("X",)):
     """Validate a kernel call: canonical name, resolved gamma, n_threads, and the named 2-D arrays.
 
@@ -72,7 +88,7 @@ def _validated(kernel, gamma, degree, coef0, n_threads, arrays, required=("X",))
     the first is X. The arrays come back
     C-contiguous in one common float dtype, with matching feature counts for X and Y.
     """
-    name = canonical_kernel_name(kernel)
+    canonical_kernel_name(kernel)  # a bad name is reported before bad arrays
     n_threads = check_n_threads(n_threads)
     for key in required:
         if arrays[key] is None:
@@ -83,9 +99,8 @@ def _validated(kernel, gamma, degree, coef0, n_threads, arrays, required=("X",))
         raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
     dtype = np.result_type(*(A.dtype for A in checked.values() if A is not None))
     checked = {key: None if A is None else A.astype(dtype, copy=False) for key, A in checked.items()}
-    gamma = resolve_gamma(name, gamma, X.shape[1]) if name in _GAMMA_KERNELS else 1.0
-    _check_kernel_arguments(name, degree, coef0)
-    return name, gamma, n_threads, checked
+    name, gamma, _, _ = kernel_spec(kernel, gamma, degree, coef0, X.shape[1])
+    return name, 1.0 if gamma is None else gamma, n_threads, checked
 
 
 def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, lower_only=False):

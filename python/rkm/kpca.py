@@ -25,13 +25,7 @@ from rkm._base import (
 )
 from rkm._dask import is_dask_array
 from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import (
-    Kernel,
-    canonical_kernel_name,
-    kernel_matrix,
-    kernel_product,
-    resolve_gamma,
-)
+from rkm.kernels import Kernel, canonical_kernel_name, kernel_matrix, kernel_product, kernel_spec
 from rkm.preimage import gaussian_fixed_point, kernel_smoother
 
 _METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
@@ -225,15 +219,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _kernel_spec(self, n_features):
         """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
         if isinstance(self.kernel, Kernel):
-            params = self.kernel.params()
-            name = self.kernel.name
-            gamma = resolve_gamma(name, params.get("gamma"), n_features) if "gamma" in params else 1.0
-            return name, gamma, params.get("degree", 3), params.get("coef0", 1.0)
+            return kernel_spec(self.kernel, n_features=n_features)
         name = canonical_kernel_name(self.kernel, extra_names=("precomputed",))
         if name == "precomputed":
             return "precomputed", None, None, None
-        gamma = resolve_gamma(name, self.gamma, n_features) if name in ("rbf", "laplacian", "poly") else None
-        return name, gamma, self.degree, self.coef0
+        return kernel_spec(name, self.gamma, self.degree, self.coef0, n_features)
 
     def _validate_params(self, n_samples):
         if self.n_components is not None:
