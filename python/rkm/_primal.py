@@ -26,21 +26,10 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from rkm._base import FLOAT_DTYPES, blas_threads, thread_count
+from rkm._solvers import fix_signs
 
 # Float64 bytes of one block of features phi(X) (and of its centred copy).
 BLOCK_BYTES = 128 * 2**20
-
-
-def _gram(A):
-    """A^T A (float64, symmetric) for a C-contiguous float64 A, by BLAS's SYRK on the transposed view (no copy).
-
-    SciPy's SYRK: NumPy sends A.T @ A to its own OpenBLAS's SYRK, whose multi-threaded version has crashed on
-    large outputs; the scatter matrices here are m x m for a few thousand features at most.
-    """
-    gram = scipy.linalg.blas.dsyrk(1.0, A.T, trans=0)  # the upper triangle; the lower one is zero
-    gram += gram.T
-    gram.flat[:: gram.shape[0] + 1] *= 0.5
-    return gram
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,7 +54,7 @@ class FeatureMoments:
     def from_block(cls, Phi, overwrite=False):
         """Moments of the rows of Phi, in float64.
 
-        The block is converted to float64, centred on its own mean and its scatter is a float64 GEMM, so
+        The block is converted to float64, centred on its own mean and its scatter is a float64 SYRK, so
         float32 features lose nothing more in the accumulation and the result does not depend on how the
         rows are split into blocks beyond float64 rounding.
 
@@ -82,12 +71,9 @@ class FeatureMoments:
         Phi = np.asarray(Phi, dtype=np.float64) if overwrite else np.array(Phi, dtype=np.float64, ndmin=2)
         if Phi.ndim != 2:
             raise ValueError(f"Phi: must be a 2-D array, got {Phi.ndim}-D")
-        n, m = Phi.shape
-        if n == 0:
-            return cls(0, np.zeros(m), np.zeros((m, m)))
-        mean = Phi.mean(axis=0)
-        Phi -= mean
-        return cls(n, mean, _gram(np.ascontiguousarray(Phi)))
+        sums = _ShiftedSums(Phi.shape[1])
+        sums.add(Phi)
+        return sums.moments()
 
     def combine(self, other):
         """Moments of the union of both sets, by Chan et al.'s pairwise update.
@@ -115,6 +101,38 @@ class FeatureMoments:
         mean = self.mean + delta * (other.n / n)
         scatter = self.scatter + other.scatter + np.outer(delta, delta * (self.n * other.n / n))
         return FeatureMoments(n, mean, scatter)
+
+
+class _ShiftedSums:
+    """Count, sums and scatter of blocks of m features, shifted by the mean of the first nonempty block.
+
+    The shift keeps the cancellation in scatter - n mean mean^T small. The scatter's upper triangle is
+    accumulated in place by SciPy's SYRK on each block's transposed view (no copy); NumPy would send
+    A.T @ A to its own OpenBLAS's SYRK, whose multi-threaded version has crashed on large outputs.
+    """
+
+    def __init__(self, m):
+        self.n, self.shift = 0, None
+        self.sums, self.upper = np.zeros(m), np.zeros((m, m), order="F")
+
+    def add(self, Psi):
+        """Adds the rows of the C-contiguous float64 block Psi, which is shifted in place."""
+        if Psi.shape[0] == 0:
+            return
+        if self.shift is None:
+            self.shift = Psi.mean(axis=0)
+        Psi -= self.shift
+        self.n += Psi.shape[0]
+        self.sums += Psi.sum(axis=0)
+        scipy.linalg.blas.dsyrk(1.0, Psi.T, beta=1.0, c=self.upper, trans=0, overwrite_c=True)
+
+    def moments(self):
+        m = self.sums.size
+        if self.n == 0:
+            return FeatureMoments(0, np.zeros(m), np.zeros((m, m)))
+        offset = self.sums / self.n
+        scatter = self.upper + np.triu(self.upper, 1).T - self.n * np.outer(offset, offset)
+        return FeatureMoments(self.n, self.shift + offset, scatter)
 
 
 def _check_block_rows(block_rows, n_features_out):
@@ -155,7 +173,7 @@ def feature_moments(feature_map, X, block_rows=None):
     feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
     X : array-like of shape (n_samples, n_features)
     block_rows : int, default=None
-        Rows per block (None: as many as 64 MiB of float64 features hold).
+        Rows per block (None: as many as BLOCK_BYTES (128 MiB) of float64 features hold).
 
     Returns
     -------
@@ -164,23 +182,11 @@ def feature_moments(feature_map, X, block_rows=None):
     """
     A = feature_map._linear_map
     threads = thread_count(feature_map.n_threads)
-    n, shift, sums, upper = 0, None, None, None
+    sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0])
     with blas_threads(threads):
         for _, Psi in _raw_blocks(feature_map, X, block_rows):
-            Psi = np.asarray(Psi, dtype=np.float64)
-            if shift is None:  # shifted sums keep the cancellation in scatter - n mean mean^T small
-                shift = Psi.mean(axis=0)
-                sums, upper = np.zeros_like(shift), np.zeros((shift.size, shift.size), order="F")
-            Psi -= shift
-            n += Psi.shape[0]
-            sums += Psi.sum(axis=0)
-            scipy.linalg.blas.dsyrk(1.0, Psi.T, beta=1.0, c=upper, trans=0, overwrite_c=True)
-    if n == 0:
-        m = feature_map._n_features_out if A is None else A.shape[0]
-        return FeatureMoments(0, np.zeros(m), np.zeros((m, m)))
-    offset = sums / n
-    scatter = upper + np.triu(upper, 1).T - n * np.outer(offset, offset)
-    moments = FeatureMoments(n, shift + offset, scatter)
+            sums.add(np.ascontiguousarray(Psi, dtype=np.float64))
+    moments = sums.moments()
     if A is None:
         return moments
     A = A.astype(np.float64)
@@ -215,8 +221,7 @@ def primal_components(moments, n_components=None):
     w, U = w[::-1], U[:, ::-1]
     rounding = m * np.finfo(np.float64).eps * max(w[0], 0.0)
     eigenvalues = np.where(w > rounding, w, 0.0)
-    largest = U[np.argmax(np.abs(U), axis=0), np.arange(s)]
-    return eigenvalues, np.ascontiguousarray(U * np.where(largest < 0, -1.0, 1.0))
+    return eigenvalues, np.ascontiguousarray(fix_signs(U))
 
 
 def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
@@ -236,7 +241,7 @@ def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
     eigenvalues : array-like of shape (s,)
         As :func:`primal_components` returns them.
     block_rows : int, default=None
-        Rows per block (None: as many as 64 MiB of float64 features hold).
+        Rows per block (None: as many as BLOCK_BYTES (128 MiB) of float64 features hold).
 
     Returns
     -------

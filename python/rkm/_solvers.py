@@ -207,3 +207,10 @@ def warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
             f"({tol}); increase max_iter"
         )
     warnings.warn(f"KernelPCA: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=4)
+
+
+def fix_signs(V):
+    """V with each column oriented so that its entry of largest magnitude is positive (the first one on ties),
+    as the core's eigensolvers and scikit-learn's svd_flip do: eigenvectors then repeat across solvers."""
+    largest = V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])]
+    return V * np.where(largest < 0, -1.0, 1.0)

@@ -50,6 +50,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
 from rkm._base import FLOAT_DTYPES, blas_threads, check_fits_in_memory, check_n_threads, thread_count
+from rkm._solvers import fix_signs
 from rkm.kernels import kernel_matrix, kernel_spec
 
 __all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]
@@ -104,12 +105,6 @@ def _row_blocks(n_rows, row_bytes):
     """Slices covering range(n_rows), each of about TRANSFORM_BLOCK_BYTES."""
     step = max(1, TRANSFORM_BLOCK_BYTES // max(row_bytes, 1))
     return [slice(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
-
-
-def _fix_signs(V):
-    """Orient each column so that its entry of largest magnitude is positive (the first one on ties)."""
-    largest = V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])]
-    return V * np.where(largest < 0, -1.0, 1.0)
 
 
 class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -370,7 +365,7 @@ class Nystroem(_FeatureMap):
                 "X: the kernel matrix of the landmarks has no positive eigenvalue (all landmarks are zero in "
                 "the kernel's feature space)"
             )
-        w, U = w[keep], _fix_signs(U[:, keep])
+        w, U = w[keep], fix_signs(U[:, keep])
         return w.astype(K.dtype), (U / np.sqrt(w)).astype(K.dtype)
 
     @property
