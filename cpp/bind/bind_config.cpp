@@ -20,9 +20,15 @@ bool register_scipy_blas() {
     auto& d = blas::routines<double>();
     d.gemm = reinterpret_cast<blas::Routines<double>::gemm_t>(capsule_pointer(b, "dgemm"));
     d.syevd = reinterpret_cast<blas::Routines<double>::syevd_t>(capsule_pointer(l, "dsyevd"));
+    d.potrf = reinterpret_cast<blas::Routines<double>::potrf_t>(capsule_pointer(l, "dpotrf"));
+    d.potrs = reinterpret_cast<blas::Routines<double>::potrs_t>(capsule_pointer(l, "dpotrs"));
+    d.trtri = reinterpret_cast<blas::Routines<double>::trtri_t>(capsule_pointer(l, "dtrtri"));
     auto& s = blas::routines<float>();
     s.gemm = reinterpret_cast<blas::Routines<float>::gemm_t>(capsule_pointer(b, "sgemm"));
     s.syevd = reinterpret_cast<blas::Routines<float>::syevd_t>(capsule_pointer(l, "ssyevd"));
+    s.potrf = reinterpret_cast<blas::Routines<float>::potrf_t>(capsule_pointer(l, "spotrf"));
+    s.potrs = reinterpret_cast<blas::Routines<float>::potrs_t>(capsule_pointer(l, "spotrs"));
+    s.trtri = reinterpret_cast<blas::Routines<float>::trtri_t>(capsule_pointer(l, "strtri"));
     return true;
   } catch (const py::error_already_set&) {
     return false;

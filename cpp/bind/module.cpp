@@ -43,4 +43,5 @@ PYBIND11_MODULE(_core, m) {
   rkm::bind::bind_eigs(m);
   rkm::bind::bind_kernel_operator(m);
   rkm::bind::bind_features(m);
+  rkm::bind::bind_lssvm(m);
 }

@@ -1,5 +1,6 @@
 #include "core/blas.hpp"
 
+#include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 
 #include <algorithm>
@@ -33,7 +34,7 @@ bool use_external() { return g_use_external.load(); }
 template <typename T>
 bool external_available() {
   const Routines<T>& r = routines<T>();
-  return r.gemm != nullptr && r.syevd != nullptr;
+  return r.gemm != nullptr && r.syevd != nullptr && r.potrf != nullptr && r.potrs != nullptr && r.trtri != nullptr;
 }
 
 template <typename T>
@@ -105,11 +106,67 @@ void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V) {
   V = A.transpose();
 }
 
+// The row-major lower triangle is LAPACK's column-major upper triangle: A = L L^T row-major is A = U^T U
+// column-major with U = L^T, so the routines below pass uplo = 'U' and the factor read back row-major is L.
+template <typename T>
+int potrf_lower(MatrixRef<T> A) {
+  int n = as_int(A.rows());
+  if (n == 0) return 0;
+  if (auto potrf_fn = use_external() ? routines<T>().potrf : nullptr) {
+    char uplo = 'U';
+    int lda = as_int(A.outerStride()), info = 0;
+    potrf_fn(&uplo, &n, A.data(), &lda, &info);
+    require(info >= 0, "potrf: invalid argument " + std::to_string(-info));
+    return info;
+  }
+  Eigen::LLT<Eigen::Ref<RowMatrix<T>>, Eigen::Lower> llt(A);
+  if (llt.info() == Eigen::Success) return 0;
+  // Eigen reports no column: find the first non-positive pivot of the partly factored matrix.
+  for (Index k = 0; k < A.rows(); ++k)
+    if (!(A(k, k) > T(0))) return as_int(k + 1);
+  return as_int(A.rows());
+}
+
+template <typename T>
+void potrs_lower(const ConstMatrixRef<T>& L, Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> B) {
+  int n = as_int(L.rows()), nrhs = as_int(B.cols());
+  if (n == 0 || nrhs == 0) return;
+  if (auto potrs_fn = use_external() ? routines<T>().potrs : nullptr) {
+    char uplo = 'U';
+    int lda = as_int(L.outerStride()), ldb = as_int(B.outerStride()), info = 0;
+    potrs_fn(&uplo, &n, &nrhs, const_cast<T*>(L.data()), &lda, B.data(), &ldb, &info);
+    require(info == 0, "potrs: LAPACK failed with info=" + std::to_string(info));
+    return;
+  }
+  const auto lower = L.template triangularView<Eigen::Lower>();
+  lower.solveInPlace(B);
+  lower.transpose().solveInPlace(B);
+}
+
+template <typename T>
+void trtri_lower(MatrixRef<T> L) {
+  int n = as_int(L.rows());
+  if (n == 0) return;
+  if (auto trtri_fn = use_external() ? routines<T>().trtri : nullptr) {
+    char uplo = 'U', diag = 'N';
+    int lda = as_int(L.outerStride()), info = 0;
+    trtri_fn(&uplo, &diag, &n, L.data(), &lda, &info);
+    require(info == 0, "trtri: the factor is singular at column " + std::to_string(info));
+    return;
+  }
+  RowMatrix<T> inverse = RowMatrix<T>::Identity(L.rows(), L.cols());
+  L.template triangularView<Eigen::Lower>().solveInPlace(inverse);
+  L.template triangularView<Eigen::Lower>() = inverse;
+}
+
 #define RKM_INSTANTIATE_BLAS(T)                                                                            \
   template Routines<T>& routines<T>();                                                                     \
   template bool external_available<T>();                                                                   \
   template void gemm<T>(Op, Op, const ConstMatrixRef<T>&, const ConstMatrixRef<T>&, MatrixRef<T>, T, T);   \
-  template void syevd<T>(RowMatrix<T>&, Vector<T>&, RowMatrix<T>&);
+  template void syevd<T>(RowMatrix<T>&, Vector<T>&, RowMatrix<T>&);                                       \
+  template int potrf_lower<T>(MatrixRef<T>);                                                               \
+  template void potrs_lower<T>(const ConstMatrixRef<T>&, Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>); \
+  template void trtri_lower<T>(MatrixRef<T>);
 
 RKM_INSTANTIATE_BLAS(float)
 RKM_INSTANTIATE_BLAS(double)

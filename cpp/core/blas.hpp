@@ -16,8 +16,14 @@ template <typename T>
 struct Routines {
   using gemm_t = void (*)(char*, char*, int*, int*, int*, T*, T*, int*, T*, int*, T*, T*, int*);
   using syevd_t = void (*)(char*, char*, int*, T*, int*, T*, T*, int*, int*, int*, int*);
+  using potrf_t = void (*)(char*, int*, T*, int*, int*);
+  using potrs_t = void (*)(char*, int*, int*, T*, int*, T*, int*, int*);
+  using trtri_t = void (*)(char*, char*, int*, T*, int*, int*);
   gemm_t gemm = nullptr;
   syevd_t syevd = nullptr;
+  potrf_t potrf = nullptr;
+  potrs_t potrs = nullptr;
+  trtri_t trtri = nullptr;
 };
 
 template <typename T>
@@ -38,5 +44,18 @@ void gemm(Op op_a, Op op_b, const ConstMatrixRef<T>& A, const ConstMatrixRef<T>&
 // columns of V.
 template <typename T>
 void syevd(RowMatrix<T>& A, Vector<T>& w, RowMatrix<T>& V);
+
+// Cholesky factorization A = L L^T of the symmetric positive definite A, given by its lower triangle and
+// overwritten there by L (the strict upper triangle is neither read nor written). Returns 0, or the order
+// k >= 1 of the first leading minor that is not positive definite (LAPACK's info).
+template <typename T>
+int potrf_lower(MatrixRef<T> A);
+// Solves A X = B in place for the factor L that potrf_lower left in A; B is column-major (one column per
+// right-hand side).
+template <typename T>
+void potrs_lower(const ConstMatrixRef<T>& L, Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> B);
+// Replaces the lower-triangular factor L (in the lower triangle of A) by L^{-1}.
+template <typename T>
+void trtri_lower(MatrixRef<T> L);
 
 }  // namespace rkm::blas

@@ -7,8 +7,20 @@ with passive_wait_policy():
 
 from rkm import features
 from rkm._config import show_config
+from rkm.kernel_svd import KernelSVD
 from rkm.kpca import KernelPCA
+from rkm.lssvm import LSSVMClassifier, LSSVMRegressor
+from rkm.pmf import KernelPMF
 
 __version__ = _core.__version__
 
-__all__ = ["KernelPCA", "features", "show_config", "__version__"]
+__all__ = [
+    "KernelPCA",
+    "LSSVMRegressor",
+    "LSSVMClassifier",
+    "KernelSVD",
+    "KernelPMF",
+    "features",
+    "show_config",
+    "__version__",
+]

@@ -104,27 +104,35 @@ class FeatureMoments:
 
 
 class _ShiftedSums:
-    """Count, sums and scatter of blocks of m features, shifted by the mean of the first nonempty block.
+    """Count, sums and scatter of blocks of m features, shifted by the mean of the first nonempty block, and
+    optionally their cross-scatter with p targets (shifted likewise).
 
     The shift keeps the cancellation in scatter - n mean mean^T small. The scatter's upper triangle is
     accumulated in place by SciPy's SYRK on each block's transposed view (no copy); NumPy would send
     A.T @ A to its own OpenBLAS's SYRK, whose multi-threaded version has crashed on large outputs.
     """
 
-    def __init__(self, m):
-        self.n, self.shift = 0, None
+    def __init__(self, m, p=0):
+        self.n, self.shift, self.target_shift = 0, None, None
         self.sums, self.upper = np.zeros(m), np.zeros((m, m), order="F")
+        self.target_sums, self.cross = np.zeros(p), np.zeros((m, p))
 
-    def add(self, Psi):
-        """Adds the rows of the C-contiguous float64 block Psi, which is shifted in place."""
+    def add(self, Psi, Y=None):
+        """Adds the rows of the C-contiguous float64 block Psi, which is shifted in place, and of the targets
+        Y (float64, one row per row of Psi) when the sums have targets."""
         if Psi.shape[0] == 0:
             return
         if self.shift is None:
             self.shift = Psi.mean(axis=0)
+            self.target_shift = None if Y is None else Y.mean(axis=0)
         Psi -= self.shift
         self.n += Psi.shape[0]
         self.sums += Psi.sum(axis=0)
         scipy.linalg.blas.dsyrk(1.0, Psi.T, beta=1.0, c=self.upper, trans=0, overwrite_c=True)
+        if Y is not None:
+            Y = Y - self.target_shift
+            self.target_sums += Y.sum(axis=0)
+            self.cross += Psi.T @ Y
 
     def moments(self):
         m = self.sums.size
@@ -133,6 +141,11 @@ class _ShiftedSums:
         offset = self.sums / self.n
         scatter = self.upper + np.triu(self.upper, 1).T - self.n * np.outer(offset, offset)
         return FeatureMoments(self.n, self.shift + offset, scatter)
+
+    def cross_moments(self):
+        """The centred cross-scatter sum_i (phi_i - mu)(y_i - y_mean)^T and the targets' mean y_mean."""
+        offset, target_offset = self.sums / self.n, self.target_sums / self.n
+        return self.cross - self.n * np.outer(offset, target_offset), self.target_shift + target_offset
 
 
 def _check_block_rows(block_rows, n_features_out):
@@ -192,6 +205,72 @@ def feature_moments(feature_map, X, block_rows=None):
     A = A.astype(np.float64)
     with blas_threads(threads):
         return FeatureMoments(moments.n, moments.mean @ A, A.T @ moments.scatter @ A)
+
+
+def feature_target_moments(feature_map, X, Y, block_rows=None):
+    """Moments of the features phi(X) of a fitted feature map and their cross-scatter with targets Y, a block
+    of rows at a time (the normal equations of a primal model, Suykens 2017 eq. 3.15, centred).
+
+    Parameters
+    ----------
+    feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+    X : array-like of shape (n_samples, n_features)
+    Y : ndarray of shape (n_samples, p)
+    block_rows : int, default=None
+        Rows per block (None: as many as BLOCK_BYTES (128 MiB) of float64 features hold).
+
+    Returns
+    -------
+    moments : FeatureMoments
+    cross : ndarray of shape (m, p), float64
+        sum_i (phi_i - mu)(y_i - y_mean)^T.
+    y_mean : ndarray of shape (p,), float64
+    """
+    A = feature_map._linear_map
+    Y = np.asarray(Y, dtype=np.float64)
+    threads = thread_count(feature_map.n_threads)
+    sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0], Y.shape[1])
+    with blas_threads(threads):
+        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
+            sums.add(np.ascontiguousarray(Psi, dtype=np.float64), Y[rows])
+    moments = sums.moments()
+    cross, y_mean = sums.cross_moments()
+    if A is None:
+        return moments, cross, y_mean
+    A = A.astype(np.float64)
+    with blas_threads(threads):
+        return FeatureMoments(moments.n, moments.mean @ A, A.T @ moments.scatter @ A), A.T @ cross, y_mean
+
+
+def block_target_moments(Phi, Y):
+    """:func:`feature_target_moments` of features given as one array Phi (n_samples x m)."""
+    sums = _ShiftedSums(Phi.shape[1], Y.shape[1])
+    sums.add(np.array(Phi, dtype=np.float64, order="C"), np.asarray(Y, dtype=np.float64))
+    return (sums.moments(), *sums.cross_moments())
+
+
+def streams(feature_map):
+    """Whether the fitted feature map computes its features a block of rows at a time (rkm.features' maps)."""
+    return hasattr(feature_map, "_raw_block")
+
+
+def linear_outputs(feature_map, X, P, offset, block_rows=None):
+    """phi(X) P - offset for a fitted feature map, a block of rows at a time, as psi(X) (A P) - offset for
+    maps of the form phi = psi A (each block then costs n m s rather than the n m^2 of forming phi).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, P.shape[1])
+        In the dtype of the features (float32 for a float32 model and float32 X).
+    """
+    A = feature_map._linear_map
+    raw_projection = P if A is None else A.astype(np.float64) @ P
+    X = check_array(X, dtype=list(FLOAT_DTYPES), ensure_min_samples=0, input_name="X")
+    out = np.empty((X.shape[0], P.shape[1]), dtype=np.result_type(X.dtype, feature_map._model_dtype))
+    with blas_threads(thread_count(feature_map.n_threads)):
+        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
+            out[rows] = Psi.astype(np.float64, copy=False) @ raw_projection - offset
+    return out
 
 
 def primal_components(moments, n_components=None):
@@ -261,12 +340,4 @@ def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
     positive = eigenvalues > 0
     scale = np.divide(1.0, np.sqrt(np.where(positive, eigenvalues, 1.0))) * positive
     projection = U * scale
-    offset = mean @ projection
-    A = feature_map._linear_map
-    raw_projection = projection if A is None else A.astype(np.float64) @ projection
-    X = check_array(X, dtype=list(FLOAT_DTYPES), ensure_min_samples=0, input_name="X")
-    H = np.empty((X.shape[0], U.shape[1]), dtype=np.result_type(X.dtype, feature_map._model_dtype))
-    with blas_threads(thread_count(feature_map.n_threads)):
-        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
-            H[rows] = Psi.astype(np.float64, copy=False) @ raw_projection - offset
-    return H
+    return linear_outputs(feature_map, X, projection, mean @ projection, block_rows)

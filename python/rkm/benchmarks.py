@@ -474,6 +474,25 @@ def render_load(rows, settings):
     ])
 
 
+def markdown_table(header, rows):
+    """A markdown table of strings: the header row, the rule and one line per row."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def provenance(script, n_threads):
+    """The line that opens a section written by a bench/ script: its command line, the date, the machine,
+    the thread count and the versions."""
+    info = config()
+    options = " " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""
+    return (
+        f"Written by `python {script}{options}` on {datetime.date.today().isoformat()}: {platform.machine()}, "
+        f"{os.cpu_count()} cores, {n_threads} threads (OpenMP and BLAS), rkm {info['version']} "
+        f"({info['compiler']}), NumPy {np.__version__}."
+    )
+
+
 def write_section(path, heading, section):
     """Put `section` (starting with the line `heading`) into the markdown file at `path`.
 

@@ -15,9 +15,10 @@ from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from rkm import __version__, reference
 from rkm._base import blas_threads, check_n_threads, thread_count
 from rkm._config import config, show_config
-from rkm.datasets import load_digits, load_mnist_subset, make_square
+from rkm.datasets import load_digits, load_mnist_subset, make_deep_rkm_regression, make_square
 from rkm.kernels import RBF, kernel_matrix
 from rkm.kpca import KernelPCA
+from rkm.lssvm import LSSVMClassifier, LSSVMRegressor
 
 # Eigenvalues of the three implementations must agree to this relative accuracy.
 EIGENVALUE_RTOL = 1e-6
@@ -36,6 +37,13 @@ SHAPE_COMPONENTS = 16
 PREIMAGES = ("fixed_point", "smoother")
 # Leading eigenvalues computed (by rkm) for the spectrum plots.
 SPECTRUM_SHOWN = 50
+# LS-SVM step: Suykens 2017 Table 2 at noise 0.5 (sigma = 1, exp(-d^2 / sigma^2)), lam chosen by the
+# closed-form leave-one-out error over this grid; the paper's test MSE ("Basic" column).
+LSSVM_NOISE = 0.5
+LSSVM_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
+LSSVM_PAPER_MSE = 0.0403
+# Largest difference of the closed-form leave-one-out residuals to explicit refits.
+LOO_ATOL = 1e-8
 
 
 def _say(message=""):
@@ -247,6 +255,47 @@ def _shape_step(settings):
     return result
 
 
+def _explicit_loo_residuals(model, X, y):
+    """y_i - yhat^(-i)(x_i) by refitting without each sample in turn."""
+    keep = np.ones(len(X), dtype=bool)
+    residuals = np.empty(len(X))
+    for i in range(len(X)):
+        keep[i] = False
+        residuals[i] = y[i] - clone(model).set_params(loo=False).fit(X[keep], y[keep]).predict(X[i : i + 1])[0]
+        keep[i] = True
+    return residuals
+
+
+def _lssvm_step(settings):
+    """LS-SVM regression with lam chosen by closed-form leave-one-out, and classification of the digits."""
+    data = make_deep_rkm_regression(noise=LSSVM_NOISE, random_state=settings.seed)
+    gamma = RBF.from_sigma(1.0, convention="suykens").gamma
+    _say(f"  Suykens 2017 Table 2 data, noise {LSSVM_NOISE:g}, N = {len(data.data)}; rbf sigma = 1 (gamma = {gamma:g})")
+    scores = {}
+    for lam in LSSVM_LAMS:
+        model = LSSVMRegressor(gamma=gamma, lam=lam, loo=True, n_threads=settings.n_threads)
+        scores[lam] = model.fit(data.data, data.target).loo_mse_
+    best = min(scores, key=scores.get)
+    model = LSSVMRegressor(gamma=gamma, lam=best, loo=True, n_threads=settings.n_threads)
+    closed_time, _ = _best_time(lambda: model.fit(data.data, data.target), settings.repeats)
+    explicit_time, explicit = _best_time(lambda: _explicit_loo_residuals(model, data.data, data.target), 1)
+    loo_difference = float(np.abs(model.loo_residuals_ - explicit).max())
+    test_mse = float(np.mean((model.predict(data.data_test) - data.target_test) ** 2))
+    _say("  leave-one-out MSE by lam: " + ", ".join(f"{lam:g}: {mse:.4f}" for lam, mse in scores.items()))
+    _say(f"  lam = {best:g}: test MSE {test_mse:.4f} (paper: {LSSVM_PAPER_MSE}); closed-form LOO {closed_time:.4f} s "
+         f"vs {len(data.data)} refits {explicit_time:.3f} s, residuals differ by {loo_difference:.1e}")
+    digits = load_digits()
+    n_train = len(digits.data) // 2
+    digit_gamma = 1.0 / (digits.data.shape[1] * digits.data.var())
+    classifier = LSSVMClassifier(gamma=digit_gamma, lam=1e-3, n_threads=settings.n_threads)
+    classifier.fit(digits.data[:n_train], digits.target[:n_train])
+    accuracy = classifier.score(digits.data[n_train:], digits.target[n_train:])
+    _say(f"  digits, {n_train} train / {len(digits.data) - n_train} test, one-vs-all: test accuracy {accuracy:.3f}")
+    return {"lam": best, "loo_mse": scores, "test_mse": test_mse, "closed_time": closed_time,
+            "explicit_time": explicit_time, "loo_difference": loo_difference, "accuracy": accuracy,
+            "agree": loo_difference <= LOO_ATOL}
+
+
 # ---------------------------------------------------------------------------------------- report
 
 
@@ -309,6 +358,13 @@ def _report(results, threads):
     ]
     _say(f"\nKernelPCA(method=...) on the same {large['n_samples']} samples (large-N methods, see README)")
     _say(format_table(["method", "fit [s]", "eig. diff to dense", "kernel storage [MiB]"], large_rows))
+    lssvm = results["datasets"]["lssvm"]
+    _say("\nLS-SVM regression (Suykens 2017 Table 2, noise 0.5) with lam chosen by closed-form leave-one-out")
+    _say(format_table(
+        ["lam", "test MSE", "paper", "closed-form LOO [s]", "N refits [s]", "LOO diff"],
+        [[f"{lssvm['lam']:g}", f"{lssvm['test_mse']:.4f}", f"{LSSVM_PAPER_MSE}", f"{lssvm['closed_time']:.4f}",
+          f"{lssvm['explicit_time']:.3f}", f"{lssvm['loo_difference']:.1e}"]],
+    ))
 
 
 # ---------------------------------------------------------------------------------------- plots
@@ -409,7 +465,7 @@ def run_demo(settings):
     -------
     dict
         ``datasets``: the result of each step by name ("digits", "mnist" (None when skipped),
-        "square", "large_n"); ``plots``: the PNG paths written; ``output``: the output folder; ``ok``: whether
+        "square", "large_n", "lssvm"); ``plots``: the PNG paths written; ``output``: the output folder; ``ok``: whether
         all eigenvalues agreed and denoising lowered the error.
     """
     output = Path(settings.output).resolve()
@@ -419,6 +475,7 @@ def run_demo(settings):
         ("mnist", "Kernel PCA on the MNIST subset", _mnist_step),
         ("square", "Denoising a noisy square", _shape_step),
         ("large_n", "Large-N methods: stored, matrix-free, Nyström, random features", _large_n_step),
+        ("lssvm", "LS-SVM regression and classification (shallow RKMs)", _lssvm_step),
     ]
     datasets = {}
     for number, (name, title, step) in enumerate(steps, 1):

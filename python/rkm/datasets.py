@@ -5,6 +5,9 @@ Every function returns a :class:`sklearn.utils.Bunch` with at least ``data``
 Denoising sets also carry ``clean``, the noise-free points; labelled sets
 carry ``target``.  Generators are deterministic for a fixed ``random_state``.
 
+The 1-D regression set of :func:`make_deep_rkm_regression` is that of Deep RKM
+(Suykens, 2017, section 6.2.1, Table 2).
+
 The 2-D denoising shapes follow the experiments of Constr-DRKM (Tonin et al.,
 2021, section 5.2): points drawn uniformly by arc length along planar curves,
 plus white Gaussian noise of standard deviation ``noise`` (the paper's
@@ -29,6 +32,7 @@ __all__ = [
     "make_circles",
     "make_moons",
     "make_sum_of_sines",
+    "make_deep_rkm_regression",
 ]
 
 _MNIST_SIZE = 5000
@@ -451,5 +455,81 @@ def make_sum_of_sines(n_samples=1000, frequencies=(1.0, 2.3, 3.7),
             f"Sum of {frequencies.size} sinusoids (frequencies "
             f"{np.array2string(frequencies, separator=', ')}) sampled every "
             f"{dt:g} with Gaussian noise (std {noise:g}); {n_samples} samples"
+        ),
+    )
+
+
+# --------------------------------------------------------------------------
+# 1-D regression (Deep RKM, section 6.2.1)
+# --------------------------------------------------------------------------
+
+def _deep_rkm_function(x):
+    return np.sin(0.3 * x) + np.cos(0.5 * x) + np.sin(2.0 * x)
+
+
+def _colon_grid(start, stop, step):
+    """``start:step:stop`` as Matlab builds it: every ``start + k step`` up to
+    ``stop``, so the last point can fall short of ``stop``.
+
+    The points are rounded to two decimals, the precision of the paper's
+    grids, so that they are the decimal values (-10.0, -9.9, ...) themselves.
+    """
+    count = int(np.floor((stop - start) / step + 1e-9)) + 1
+    return np.round(start + step * np.arange(count), 2)
+
+
+def make_deep_rkm_regression(noise=0.1, random_state=None):
+    """The synthetic regression set of Deep RKM (Suykens, 2017, Table 2).
+
+    ``f(x) = sin(0.3 x) + cos(0.5 x) + sin(2 x)`` (eq. 6.1) on three fixed
+    grids, written as Matlab's ``start:step:stop`` (the last point is the
+    last grid point not past ``stop``):
+
+    - training ``-10:0.1:10`` (201 points, noisy targets),
+    - validation ``-9.77:0.11:9.87`` (179 points up to 9.81, noisy targets),
+    - test ``-9.99:0.07:9.99`` (286 points up to 9.96, noise-free targets).
+
+    The paper's noise levels are 0.1, 0.5, 1 and 2; it averages over 100
+    noise realizations (one ``random_state`` each).
+
+    Parameters
+    ----------
+    noise : float, default=0.1
+        Standard deviation of the Gaussian noise added to the training and
+        validation targets.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the noise (training noise first, then validation noise).
+
+    Returns
+    -------
+    Bunch
+        ``data`` : ndarray of shape (201, 1), training inputs;
+        ``target`` : ndarray of shape (201,), their noisy targets;
+        ``target_clean`` : ndarray of shape (201,), f at the training inputs;
+        ``data_val`` : ndarray of shape (179, 1); ``target_val``,
+        ``target_val_clean`` : ndarrays of shape (179,), likewise;
+        ``data_test`` : ndarray of shape (286, 1); ``target_test`` : ndarray
+        of shape (286,), f at the test inputs (no noise); ``description``.
+    """
+    noise = _check_real(noise, "noise")
+    rng = check_random_state(random_state)
+    x_train = _colon_grid(-10.0, 10.0, 0.1)
+    x_val = _colon_grid(-9.77, 9.87, 0.11)
+    x_test = _colon_grid(-9.99, 9.99, 0.07)
+    clean_train, clean_val = _deep_rkm_function(x_train), _deep_rkm_function(x_val)
+    return Bunch(
+        data=x_train[:, None],
+        target=_add_noise(clean_train, noise, rng),
+        target_clean=clean_train,
+        data_val=x_val[:, None],
+        target_val=_add_noise(clean_val, noise, rng),
+        target_val_clean=clean_val,
+        data_test=x_test[:, None],
+        target_test=_deep_rkm_function(x_test),
+        description=(
+            f"f(x) = sin(0.3x) + cos(0.5x) + sin(2x) with Gaussian noise "
+            f"(std {noise:g}) on the training and validation targets, after "
+            f"Deep RKM (Suykens, 2017, section 6.2.1); {x_train.size} training, "
+            f"{x_val.size} validation and {x_test.size} noise-free test points"
         ),
     )

@@ -81,6 +81,18 @@ def kernel_spec(kernel, gamma=None, degree=3, coef0=1.0, n_features=1, allowed=K
     return name, gamma, degree, coef0
 
 
+def model_kernel_spec(kernel, gamma, degree, coef0, n_features):
+    """(name, gamma, degree, coef0) of an estimator's kernel parameters: a :class:`Kernel` (its own parameters
+    apply), "precomputed" (returned as ("precomputed", None, None, None)), or a kernel name with the
+    estimator's gamma, degree and coef0, resolved by :func:`kernel_spec`."""
+    if isinstance(kernel, Kernel):
+        return kernel_spec(kernel, n_features=n_features)
+    name = canonical_kernel_name(kernel, extra_names=("precomputed",))
+    if name == "precomputed":
+        return "precomputed", None, None, None
+    return kernel_spec(name, gamma, degree, coef0, n_features)
+
+
 def _validated(kernel, gamma, degree, coef0, n_threads, arrays, required=("X",)):
     """Validate a kernel call: canonical name, resolved gamma, n_threads, and the named 2-D arrays.
 

@@ -25,7 +25,7 @@ from rkm._base import (
 )
 from rkm._dask import is_dask_array
 from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import Kernel, canonical_kernel_name, kernel_matrix, kernel_product, kernel_spec
+from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
 from rkm.preimage import gaussian_fixed_point, kernel_smoother
 
 _METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
@@ -218,12 +218,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def _kernel_spec(self, n_features):
         """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
-        if isinstance(self.kernel, Kernel):
-            return kernel_spec(self.kernel, n_features=n_features)
-        name = canonical_kernel_name(self.kernel, extra_names=("precomputed",))
-        if name == "precomputed":
-            return "precomputed", None, None, None
-        return kernel_spec(name, self.gamma, self.degree, self.coef0, n_features)
+        return model_kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
     def _validate_params(self, n_samples):
         if self.n_components is not None:

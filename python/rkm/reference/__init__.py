@@ -8,8 +8,9 @@ serves as the oracle the compiled core is tested against.
 
 Its modules mirror the core's (``cpp/core``): :mod:`~rkm.reference.kernels`
 (kernel matrices, products and gradients), :mod:`~rkm.reference.center`,
-:mod:`~rkm.reference.eigs`, :mod:`~rkm.reference.products` and
-:mod:`~rkm.reference.features` (random Fourier features); every public
+:mod:`~rkm.reference.eigs`, :mod:`~rkm.reference.products`,
+:mod:`~rkm.reference.features` (random Fourier features) and
+:mod:`~rkm.reference.lssvm` (the LS-SVM dual system); every public
 function is importable from the package itself.
 
 Conventions shared with the core
@@ -39,6 +40,7 @@ from rkm.reference.center import center_kernel, center_kernel_rows
 from rkm.reference.eigs import eigh, kernel_top_eigsh, top_eigsh, top_eigsh_operator
 from rkm.reference.features import fourier_features
 from rkm.reference.kernels import kernel_gradient, kernel_matrix, kernel_product
+from rkm.reference.lssvm import lssvm_dual_fit, lssvm_dual_fit_mixed, lssvm_dual_solve
 from rkm.reference.products import block_product, transposed_product
 
 __all__ = [
@@ -54,4 +56,7 @@ __all__ = [
     "block_product",
     "transposed_product",
     "fourier_features",
+    "lssvm_dual_solve",
+    "lssvm_dual_fit",
+    "lssvm_dual_fit_mixed",
 ]

@@ -1,0 +1,225 @@
+"""Kernel pmf (Parzen-type model) as a restricted kernel machine (Suykens 2017 section 3.6, eqs. 3.33-3.35)."""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rkm._base import FLOAT_DTYPES, check_n_threads
+from rkm.kernels import kernel_product, model_kernel_spec
+
+# Kernels that are nonnegative on every input (so that p_i >= 0, eq. 3.35) and integrable, so that they also
+# give a density.
+_DENSITY_KERNELS = ("rbf", "laplacian")
+
+
+def _log_kernel_integral(name, gamma, n_features):
+    """log of the integral of k(x, y) over x in R^d: (pi / gamma)^(d/2) for exp(-gamma ||x - y||^2),
+    (2 / gamma)^d for exp(-gamma ||x - y||_1)."""
+    if name == "rbf":
+        return 0.5 * n_features * np.log(np.pi / gamma)
+    return n_features * np.log(2.0 / gamma)
+
+
+class KernelPMF(BaseEstimator):
+    """Kernel probability mass function (Parzen-type model) in the restricted kernel machine formulation.
+
+    The RKM objective of Suykens 2017 eq. 3.33, J = sum_i (p_i - phi(x_i)^T w) h_i - sum_i p_i +
+    (eta/2) w^T w, has its stationary point (eq. 3.34) at h_i = 1 and w = (1/eta) sum_i phi(x_i), so that
+    (eq. 3.35)
+
+        p_i = (1/eta) sum_j K(x_j, x_i).
+
+    eta is chosen to normalize sum_i p_i = 1 over the training points, eta = sum_ij K(x_i, x_j) (``eta_``),
+    and a nonnegative kernel makes p_i >= 0: ``p_`` is then a pmf on the training points. New points are
+    scored by the same kernel sums p(x) proportional to sum_j K(x_j, x):
+
+    - ``pmf(X)``: a pmf over a given set of candidate points, normalized to sum to 1 over that set. For
+      discrete data, the candidates are the support (each distinct value once), and as the bandwidth
+      narrows p(x) tends to the empirical frequency of x. (On the training points themselves, a value seen
+      n_k times holds the mass n_k p_i ~ n_k^2 / sum_l n_l^2 of ``p_``: use ``pmf`` on the distinct values.)
+    - ``score_samples(X)``: the log of the Parzen density f(x) = (1 / (N Z_k)) sum_j K(x_j, x), normalized by
+      the kernel's integral Z_k = int K(x, y) dx so that it integrates to 1 (rbf: (pi / gamma)^(d/2);
+      laplacian: (2 / gamma)^d). With gamma = 1 / (2 h^2) the rbf density equals
+      ``sklearn.neighbors.KernelDensity(bandwidth=h, kernel="gaussian")``; in one dimension the laplacian one
+      with gamma = 1 / h equals its ``kernel="exponential"``.
+
+    The kernel sums are streamed: the N_new x N kernel matrix is never stored. They are accumulated in double
+    precision whatever the input dtype, and the results are float64.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian", "precomputed"} or Kernel, default="rbf"
+        Alias "gaussian" (rbf) is accepted. "rbf" is exp(-gamma ||x - y||^2), "laplacian" exp(-gamma
+        ||x - y||_1). "precomputed": ``fit`` takes the N x N kernel matrix of the training points and
+        ``pmf`` the kernel rows K(x*, X_train) (n x N); entries must be nonnegative. A precomputed kernel
+        has no density: the model then has no ``score_samples`` and ``score`` (AttributeError).
+    gamma : float, default=None
+        Kernel bandwidth; None means 1 / n_features.
+    n_threads : int, default=None
+        Threads for the kernel core (None: OpenMP's default; -1: all cores).
+
+    Attributes
+    ----------
+    eta_ : float
+        The normalizing eta = sum_ij K(x_i, x_j) of eq. 3.35.
+    p_ : ndarray of shape (n_samples,)
+        The kernel pmf on the training points, p_i = (1/eta) sum_j K(x_j, x_i); sums to 1.
+    gamma_ : float or None
+        The kernel bandwidth used.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training points (absent for a precomputed kernel).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm.pmf import KernelPMF
+    >>> x = np.random.default_rng(0).choice(3, size=(1000, 1), p=[0.2, 0.5, 0.3]).astype(float)
+    >>> model = KernelPMF(gamma=20.0).fit(x)
+    >>> np.round(model.pmf([[0.0], [1.0], [2.0]]), 1)
+    array([0.2, 0.5, 0.3])
+    """
+
+    def __init__(self, kernel="rbf", gamma=None, n_threads=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_threads = n_threads
+
+    def _kernel_spec(self, n_features):
+        """(name, gamma) of the kernel in use; name is "precomputed", "rbf" or "laplacian"."""
+        name, gamma, _, _ = model_kernel_spec(self.kernel, self.gamma, 3, 1.0, n_features)
+        if name not in (*_DENSITY_KERNELS, "precomputed"):
+            raise ValueError(
+                f"kernel: must be rbf, laplacian or precomputed (a kernel that is nonnegative everywhere, so that "
+                f"p_i >= 0), got {self.kernel!r}"
+            )
+        return name, gamma
+
+    def _kernel_sums(self, X):
+        """sum_j K(x_j, x) for every row x of X (float64), streaming the training set in tiles."""
+        name, gamma = self._kernel_spec(self.n_features_in_)
+        ones = np.ones((self.X_fit_.shape[0], 1))
+        X64, fit64 = X.astype(np.float64, copy=False), self.X_fit_.astype(np.float64, copy=False)
+        return kernel_product(X64, fit64, ones, name, gamma, n_threads=self.n_threads)[:, 0]
+
+    def _check_precomputed(self, K, n_columns):
+        if K.shape[1] != n_columns:
+            raise ValueError(
+                f"X: a precomputed kernel needs {n_columns} columns (one per training point), got {K.shape[1]}"
+            )
+        if K.min(initial=0.0) < 0:
+            raise ValueError(
+                "X: Negative values in data: a precomputed kernel must be nonnegative for a pmf (p_i >= 0)"
+            )
+        return K.astype(np.float64, copy=False)
+
+    def fit(self, X, y=None):
+        """Fit the kernel pmf on the training points (eq. 3.35).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points; for kernel="precomputed" their kernel matrix (n_samples, n_samples).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C")
+        check_n_threads(self.n_threads)
+        name, self.gamma_ = self._kernel_spec(X.shape[1])
+        if name == "precomputed":
+            column_sums = self._check_precomputed(X, X.shape[0]).sum(axis=0)
+            if hasattr(self, "X_fit_"):
+                del self.X_fit_
+        else:
+            self.X_fit_ = X
+            column_sums = self._kernel_sums(X)
+        eta = float(column_sums.sum())
+        if not eta > 0:
+            raise ValueError("X: the kernel matrix sums to 0, so no eta normalizes the pmf (eq. 3.35)")
+        self.eta_ = eta
+        self.p_ = column_sums / eta
+        return self
+
+    def _new_sums(self, X):
+        """sum_j K(x_j, x*) for new points X (or from given kernel rows when precomputed)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        if self._kernel_spec(self.n_features_in_)[0] == "precomputed":
+            return self._check_precomputed(X, self.p_.shape[0]).sum(axis=1)
+        return self._kernel_sums(X)
+
+    def pmf(self, X):
+        """The kernel pmf over a set of candidate points, normalized so that it sums to 1 over them.
+
+        p(x*_k) = sum_j K(x_j, x*_k) / sum_l sum_j K(x_j, x*_l): eq. 3.35 with eta taken over the candidates.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_candidates, n_features)
+            The candidate points (for discrete data, the support); for kernel="precomputed", their kernel
+            rows K(X, X_train) of shape (n_candidates, n_train).
+
+        Returns
+        -------
+        ndarray of shape (n_candidates,), float64
+        """
+        sums = self._new_sums(X)
+        total = sums.sum()
+        if not total > 0:
+            raise ValueError(
+                "X: the kernel vanishes between every candidate and every training point (to double precision); "
+                "the candidates are too far from the data for this gamma"
+            )
+        return sums / total
+
+    def _has_density(self):
+        """The density methods exist for the integrable kernels only (not for a precomputed kernel)."""
+        return self.kernel != "precomputed"
+
+    @available_if(_has_density)
+    def score_samples(self, X):
+        """Log of the Parzen density at each point of X (rbf and laplacian kernels).
+
+        log f(x) = log(sum_j K(x_j, x)) - log(N) - log(Z_k), Z_k the kernel's integral, so that f integrates
+        to 1. Points so far from the data that every kernel value underflows get -inf.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), float64
+        """
+        check_is_fitted(self)
+        name, gamma = self._kernel_spec(self.n_features_in_)
+        sums = self._new_sums(X)
+        with np.errstate(divide="ignore"):
+            log_sums = np.log(sums)
+        return log_sums - np.log(self.X_fit_.shape[0]) - _log_kernel_integral(name, gamma, self.n_features_in_)
+
+    @available_if(_has_density)
+    def score(self, X, y=None):
+        """Total log-likelihood of X under the density (the sum of ``score_samples``), as KernelDensity.score.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        float
+        """
+        return float(np.sum(self.score_samples(X)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        # A precomputed kernel must be nonnegative (p_i >= 0, eq. 3.35).
+        tags.input_tags.positive_only = self.kernel == "precomputed"
+        return tags

@@ -1,0 +1,373 @@
+"""rkm.kernel_svd.KernelSVD: matrix SVD, the eigenproblem of Suykens 2017 eq. 3.31, out-of-sample encoding by
+eq. 3.32, solvers, memory and bad input."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.extmath import svd_flip
+
+from rkm import _base, kernel_svd
+from rkm.kernel_svd import KernelSVD
+from rkm.kpca import KernelPCA
+
+# Per-dtype tolerances relative to the largest singular value (or to 1 for unit vectors).
+RTOL = {np.float64: 1e-10, np.float32: 2e-4}
+
+
+def _sources(rng, n_x=40, n_z=30, d=3):
+    return rng.normal(size=(n_x, d)), rng.normal(size=(n_z, d))
+
+
+def _numpy_svd(A):
+    """numpy.linalg.svd with the singular vectors oriented as KernelSVD orients them (svd_flip on U)."""
+    U, sigma, Vt = np.linalg.svd(A, full_matrices=False)
+    U, Vt = svd_flip(U, Vt)
+    return U, sigma, Vt.T
+
+
+# ---------------------------------------------------------------- matrix SVD (Suykens 2016; eq. 2.18)
+
+
+@pytest.mark.parametrize("shape", [(8, 5), (5, 8), (6, 6)])
+def test_linear_compatible_maps_reproduce_the_matrix_svd(rng, shape, dtype):
+    A = rng.normal(size=shape)
+    # phi(x) = C^T x, psi(z) = z with X = A, Z = A^T and C = pinv(A): the cross-Gram is A C A = A.
+    model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A.astype(dtype), A.T.astype(dtype))
+    U, sigma, V = _numpy_svd(A)
+    tol = RTOL[dtype]
+    np.testing.assert_allclose(model.singular_values_, sigma, rtol=tol, atol=tol * sigma[0])
+    np.testing.assert_allclose(model.eigenvalues_, sigma, rtol=tol, atol=tol * sigma[0])  # eta = 1
+    np.testing.assert_allclose(model.H_e_, U, atol=10 * tol)
+    np.testing.assert_allclose(model.H_r_, V, atol=10 * tol)
+    assert model.H_e_.dtype == model.H_r_.dtype == model.singular_values_.dtype == dtype
+
+
+def test_rank_deficient_matrix_keeps_its_rank(rng):
+    A = rng.normal(size=(9, 3)) @ rng.normal(size=(3, 6))
+    model = KernelSVD(compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    U, sigma, V = _numpy_svd(A)
+    assert model.singular_values_.shape == (3,)  # n_components=None: the numerical rank
+    np.testing.assert_allclose(model.singular_values_, sigma[:3], rtol=1e-10)
+    np.testing.assert_allclose(model.H_e_, U[:, :3], atol=1e-9)
+    np.testing.assert_allclose(model.H_r_, V[:, :3], atol=1e-9)
+    # Asking for more components than the rank gives zero singular values, whose hidden features are 0.
+    full = KernelSVD(5, compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    assert np.all(full.singular_values_[3:] < 1e-12 * sigma[0])
+    np.testing.assert_array_equal(full.transform(A)[:, 3:], 0.0)
+
+
+def test_eta_scales_lambda_only(rng):
+    A = rng.normal(size=(7, 4))
+    plain = KernelSVD(compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    scaled = KernelSVD(compatibility=np.linalg.pinv(A), eta=4.0).fit(A, A.T)
+    np.testing.assert_allclose(scaled.eigenvalues_, plain.singular_values_ / 4.0, rtol=1e-12)
+    np.testing.assert_allclose(scaled.singular_values_, plain.singular_values_, rtol=1e-12)
+    np.testing.assert_allclose(scaled.H_e_, plain.H_e_, atol=1e-12)
+
+
+# ---------------------------------------------------------------- eq. 3.31 and eq. 3.32
+
+
+@pytest.mark.parametrize(
+    "kernel,params",
+    [("rbf", {"gamma": 0.3}), ("poly", {"gamma": 0.5, "degree": 2}), ("laplacian", {"gamma": 0.4}), ("linear", {})],
+)
+def test_hidden_features_solve_eq_3_31(rng, kernel, params):
+    X, Z = _sources(rng)
+    eta = 2.5
+    model = KernelSVD(kernel=kernel, eta=eta, **params).fit(X, Z)
+    G = pairwise_kernels(X, Z, metric="polynomial" if kernel == "poly" else kernel, **params)
+    sigma = np.linalg.svd(G, compute_uv=False)
+    s = model.singular_values_.size
+    np.testing.assert_allclose(model.singular_values_, sigma[:s], rtol=1e-10, atol=1e-10 * sigma[0])
+    # [[0, G / eta], [G^T / eta, 0]] [H_e^T; H_r^T] = [H_e^T; H_r^T] Lambda, each block with orthonormal columns.
+    n_x, n_z = G.shape
+    augmented = np.block([[np.zeros((n_x, n_x)), G / eta], [G.T / eta, np.zeros((n_z, n_z))]])
+    H = np.vstack([model.H_e_, model.H_r_])
+    np.testing.assert_allclose(augmented @ H, H * model.eigenvalues_, atol=1e-10 * sigma[0])
+    np.testing.assert_allclose(model.H_e_.T @ model.H_e_, np.eye(s), atol=1e-10)
+    np.testing.assert_allclose(model.H_r_.T @ model.H_r_, np.eye(s), atol=1e-10)
+    # The spectrum of eq. 3.31 is +-sigma / eta and zeros; the model keeps the positive half.
+    spectrum = np.linalg.eigvalsh(augmented)
+    np.testing.assert_allclose(spectrum[::-1][:s], model.eigenvalues_, rtol=1e-9, atol=1e-12 * sigma[0])
+    np.testing.assert_allclose(spectrum[:s], -model.eigenvalues_, rtol=1e-9, atol=1e-12 * sigma[0])
+
+
+@pytest.mark.parametrize(
+    "kernel,params",
+    [("rbf", {"gamma": 0.3}), ("poly", {"gamma": 0.5, "degree": 2}), ("laplacian", {"gamma": 0.4}), ("cosine", {})],
+)
+def test_out_of_sample_encoding_is_eq_3_32(rng, kernel, params):
+    X, Z = _sources(rng)
+    eta = 1.7
+    # 3 components: the cosine cross-Gram of 3-D sources has rank 3.
+    score = KernelSVD(3, kernel=kernel, eta=eta, scaling="score", **params).fit(X, Z)
+    hidden = KernelSVD(3, kernel=kernel, eta=eta, **params).fit(X, Z)
+    metric = dict(metric="polynomial" if kernel == "poly" else kernel, **params)
+    X_new, Z_new = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
+    # e(x) = (1/eta) sum_j h_rj psi(z_j)^T phi(x), r(z) = (1/eta) sum_i h_ei phi(x_i)^T psi(z).
+    e = pairwise_kernels(X_new, Z, **metric) @ score.H_r_ / eta
+    r = pairwise_kernels(Z_new, X, **metric) @ score.H_e_ / eta
+    np.testing.assert_allclose(score.transform(X_new), e, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(score.transform_z(Z_new), r, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hidden.transform(X_new), e / score.eigenvalues_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hidden.transform_z(Z_new), r / score.eigenvalues_, rtol=1e-10, atol=1e-12)
+    # On the training sources, e = lambda h_e and r = lambda h_r (eq. 3.30): the eigen-relation of eq. 3.31.
+    lam = score.eigenvalues_
+    np.testing.assert_allclose(score.transform(X), score.H_e_ * lam, atol=1e-10 * lam[0])
+    np.testing.assert_allclose(score.transform_z(Z), score.H_r_ * lam, atol=1e-10 * lam[0])
+    np.testing.assert_allclose(hidden.transform(X), hidden.H_e_, atol=1e-9)
+    np.testing.assert_allclose(hidden.transform_z(Z), hidden.H_r_, atol=1e-9)
+    np.testing.assert_allclose(hidden.fit_transform(X, Z), hidden.H_e_, atol=1e-12)
+
+
+def test_linear_primal_weights_equal_the_dual_model(rng):
+    """With phi(x) = C^T x the primal model of eq. 3.32 (e = W^T phi(x), r = V^T psi(z)) equals the dual."""
+    X, Z = rng.normal(size=(30, 4)), rng.normal(size=(25, 6))
+    C = rng.normal(size=(4, 6))
+    eta = 3.0
+    model = KernelSVD(4, compatibility=C, eta=eta, scaling="score").fit(X, Z)  # X C Z^T has rank 4
+    np.testing.assert_allclose(model.W_, Z.T @ model.H_r_ / eta, rtol=1e-12)
+    np.testing.assert_allclose(model.V_, (X @ C).T @ model.H_e_ / eta, rtol=1e-12)
+    X_new, Z_new = rng.normal(size=(6, 4)), rng.normal(size=(3, 6))
+    np.testing.assert_allclose(model.transform(X_new), (X_new @ C @ Z.T) @ model.H_r_ / eta, rtol=1e-10)
+    np.testing.assert_allclose(model.transform_z(Z_new), (Z_new @ (X @ C).T) @ model.H_e_ / eta, rtol=1e-10)
+    np.testing.assert_allclose(model.singular_values_, np.linalg.svd(X @ C @ Z.T, compute_uv=False)[:4], rtol=1e-10)
+
+
+def test_precomputed_cross_gram_equals_the_kernel(rng):
+    X, Z = _sources(rng)
+    kernel = KernelSVD(5, kernel="rbf", gamma=0.3, eta=2.0).fit(X, Z)
+    G = pairwise_kernels(X, Z, metric="rbf", gamma=0.3)
+    pre = KernelSVD(5, kernel="precomputed", eta=2.0).fit(G)
+    np.testing.assert_allclose(pre.singular_values_, kernel.singular_values_, rtol=1e-12)
+    np.testing.assert_allclose(pre.H_e_, kernel.H_e_, atol=1e-10)
+    np.testing.assert_allclose(pre.H_r_, kernel.H_r_, atol=1e-10)
+    X_new, Z_new = rng.normal(size=(6, 3)), rng.normal(size=(4, 3))
+    rows_x = pairwise_kernels(X_new, Z, metric="rbf", gamma=0.3)  # [phi(x)^T psi(z_j)], (n, M)
+    rows_z = pairwise_kernels(Z_new, X, metric="rbf", gamma=0.3)  # [phi(x_i)^T psi(z)], (n, N)
+    np.testing.assert_allclose(pre.transform(rows_x), kernel.transform(X_new), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(pre.transform_z(rows_z), kernel.transform_z(Z_new), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="Z: has 3 columns, but KernelSVD was fitted with kernel rows of length 40"):
+        pre.transform_z(Z_new)
+
+
+def test_one_source_is_uncentred_kernel_pca(rng):
+    """Z = X (Z=None): the symmetric case of section 2.2.2, kernel PCA without centring."""
+    X = rng.normal(size=(60, 3))
+    svd = KernelSVD(6, kernel="rbf", gamma=0.2, eta=2.0).fit(X)
+    pca = KernelPCA(6, kernel="rbf", gamma=0.2, eta=2.0, center=False, eigen_solver="dense").fit(X)
+    np.testing.assert_allclose(svd.eigenvalues_, pca.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(svd.H_e_, pca.H_, atol=1e-9)
+    np.testing.assert_allclose(svd.H_r_, pca.H_, atol=1e-9)
+    np.testing.assert_allclose(svd.transform(X[:10] + 0.1), pca.transform(X[:10] + 0.1), atol=1e-9)
+
+
+# ---------------------------------------------------------------- solvers, threads, dtypes
+
+
+@pytest.fixture
+def large_sources(rng):
+    return rng.normal(size=(400, 3)), rng.normal(size=(300, 3))
+
+
+def test_arpack_matches_dense(large_sources, dtype):
+    X, Z = (A.astype(dtype) for A in large_sources)
+    truncated = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z)
+    dense = KernelSVD(5, kernel="rbf", gamma=0.5, svd_solver="dense").fit(X, Z)
+    assert truncated.svd_solver_ == "arpack" and dense.svd_solver_ == "dense"  # "auto": 5 of min(N, M) = 300
+    assert truncated.n_iter_ > 1 and dense.n_iter_ == 1
+    tol = RTOL[dtype]
+    sigma = dense.singular_values_
+    np.testing.assert_allclose(truncated.singular_values_, sigma, rtol=tol, atol=tol * sigma[0])
+    np.testing.assert_allclose(truncated.H_e_, dense.H_e_, atol=20 * tol)
+    np.testing.assert_allclose(truncated.H_r_, dense.H_r_, atol=20 * tol)
+    assert truncated.H_e_.dtype == dtype
+    again = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z)
+    np.testing.assert_array_equal(again.H_e_, truncated.H_e_)  # seeded start vector: reproducible
+
+
+def test_arpack_not_converged_warns_and_falls_back_to_dense(rng):
+    G = rng.normal(size=(400, 300))  # a flat spectrum: one ARPACK restart is not enough
+    with pytest.warns(ConvergenceWarning, match="ARPACK did not converge within max_iter=1"):
+        model = KernelSVD(10, kernel="precomputed", svd_solver="arpack", max_iter=1, random_state=0).fit(G)
+    assert model.svd_solver_ == "dense"
+    np.testing.assert_allclose(model.singular_values_, np.linalg.svd(G, compute_uv=False)[:10], rtol=1e-10)
+
+
+def test_thread_counts_agree(large_sources):
+    X, Z = large_sources
+    one = KernelSVD(4, kernel="rbf", gamma=0.5, n_threads=1, random_state=0).fit(X, Z)
+    two = KernelSVD(4, kernel="rbf", gamma=0.5, n_threads=2, random_state=0).fit(X, Z)
+    np.testing.assert_allclose(two.singular_values_, one.singular_values_, rtol=1e-12)
+    np.testing.assert_allclose(two.transform(X[:20]), one.transform(X[:20]), atol=1e-10)
+    np.testing.assert_allclose(two.transform_z(Z[:20]), one.transform_z(Z[:20]), atol=1e-10)
+
+
+def test_float32_model_and_mixed_inputs(rng):
+    X, Z = _sources(rng)
+    m64 = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X, Z)
+    m32 = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X.astype(np.float32), Z.astype(np.float32))
+    assert m32.H_e_.dtype == m32.transform(X.astype(np.float32)).dtype == np.float32
+    assert m32.transform(X).dtype == np.float64  # float32 only when both the model and the input are
+    np.testing.assert_allclose(m32.singular_values_, m64.singular_values_, rtol=1e-5)
+    np.testing.assert_allclose(m32.transform_z(Z), m64.transform_z(Z), atol=1e-4)
+    mixed = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X.astype(np.float32), Z)  # common dtype: float64
+    assert mixed.H_e_.dtype == np.float64
+
+
+# ---------------------------------------------------------------- memory and bad input
+
+
+def test_cross_gram_that_cannot_fit_is_refused_before_allocating(rng, monkeypatch):
+    X, Z = rng.normal(size=(300, 3)), rng.normal(size=(200, 3))
+
+    def never(*args, **kwargs):
+        raise AssertionError("the cross-Gram matrix was computed")
+
+    monkeypatch.setattr(kernel_svd, "kernel_matrix", never)
+    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2**20)
+    with pytest.raises(
+        MemoryError, match=r"X: a kernel SVD fit of a 300 x 200 cross-Gram matrix \(dense SVD, float64\)"
+    ):
+        KernelSVD(kernel="rbf").fit(X, Z)
+
+
+def _bad_parameter_cases():
+    bad = [
+        ({"eta": 0.0}, "eta:"),
+        ({"eta": -1.0}, "eta:"),
+        ({"eta": float("nan")}, "eta:"),
+        ({"eta": float("inf")}, "eta:"),
+        ({"eta": 1e-320}, "eta: the eigenvalues sigma / eta overflow"),
+        ({"n_components": 0}, "n_components:"),
+        ({"n_components": 2.5}, "n_components:"),
+        ({"n_components": True}, "n_components:"),
+        ({"n_components": 31}, r"n_components: must be between 1 and min\(n_samples of X, n_samples of Z\) = 30"),
+        ({"kernel": "sigmoid"}, "kernel: unknown kernel 'sigmoid'"),
+        ({"kernel": 3}, "kernel:"),
+        ({"kernel": "rbf", "gamma": -1.0}, "gamma:"),
+        ({"kernel": "poly", "degree": -2}, "degree:"),
+        ({"svd_solver": "lanczos"}, "svd_solver:"),
+        ({"svd_solver": "arpack"}, "svd_solver: 'arpack' needs n_components < "),
+        ({"svd_solver": "arpack", "n_components": 30}, "svd_solver: 'arpack' needs n_components < "),
+        ({"scaling": "sklearn"}, "scaling:"),
+        ({"n_threads": 0}, "n_threads:"),
+        ({"tol": -1.0}, "tol:"),
+        ({"max_iter": 0}, "max_iter:"),
+        ({"kernel": "rbf", "compatibility": np.eye(3)}, "compatibility: only for kernel='linear'"),
+        ({"compatibility": np.eye(2)}, r"compatibility: must have shape \(d_x, d_z\) = \(3, 3\), got \(2, 2\)"),
+        ({"compatibility": np.full((3, 3), np.nan)}, "compatibility contains NaN"),
+    ]
+    return [pytest.param(params, match, id=match.split(":")[0] + str(i)) for i, (params, match) in enumerate(bad)]
+
+
+@pytest.mark.parametrize("params,match", _bad_parameter_cases())
+def test_bad_parameters_name_the_argument(rng, params, match):
+    X, Z = _sources(rng)
+    with pytest.raises(ValueError, match=match):
+        KernelSVD(**params).fit(X, Z)
+
+
+def test_bad_sources_name_the_argument(rng):
+    X, Z = _sources(rng)
+    X_nan, Z_inf = X.copy(), Z.copy()
+    X_nan[0, 0], Z_inf[1, 1] = np.nan, np.inf
+    with pytest.raises(ValueError, match="X contains NaN"):
+        KernelSVD().fit(X_nan, Z)
+    with pytest.raises(ValueError, match="Z contains infinity"):
+        KernelSVD().fit(X, Z_inf)
+    with pytest.raises(ValueError, match="Z: has 2 features but X has 3; kernel 'rbf' compares"):
+        KernelSVD(kernel="rbf").fit(X, Z[:, :2])
+    with pytest.raises(
+        ValueError, match=r"Z: has 2 features but X has 3; give a compatibility matrix C of shape \(3, 2\)"
+    ):
+        KernelSVD().fit(X, Z[:, :2])
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        KernelSVD().fit(X, Z[:, 0])
+    with pytest.raises(ValueError, match="Z: must be None with kernel='precomputed'"):
+        KernelSVD(kernel="precomputed").fit(X @ Z.T, Z)
+    model = KernelSVD(kernel="rbf").fit(X, Z)
+    with pytest.raises(ValueError, match="X has 2 features, but KernelSVD is expecting 3"):
+        model.transform(X[:, :2])
+    with pytest.raises(ValueError, match="Z: has 2 columns, but KernelSVD was fitted with features: 3"):
+        model.transform_z(Z[:, :2])
+    with pytest.raises(ValueError, match="Z contains NaN"):
+        model.transform_z(np.full((2, 3), np.nan))
+    with pytest.raises(NotFittedError):
+        KernelSVD().transform_z(Z)
+
+
+# ---------------------------------------------------------------- scikit-learn's estimator checks
+
+
+class _OneSourceKernelSVD(KernelSVD):
+    """KernelSVD with scikit-learn's unsupervised fit(X, y=None) signature: the one-source model (Z = X).
+
+    scikit-learn's checks pass a 1-D target y as fit's second argument, which KernelSVD reads as the second
+    source Z; this subclass ignores y, so that every check of the estimator contract runs on the rest of
+    the class (parameters, cloning, pickling, dtypes, NaN handling, transform, n_features_in_, ...).
+    """
+
+    def fit(self, X, y=None):
+        return super().fit(X)
+
+    def fit_transform(self, X, y=None):
+        return super().fit_transform(X)
+
+
+# The checks that pass a 1-D y as fit's second positional argument: KernelSVD reads it as the second source Z,
+# which must be a 2-D array, and raises. They run on _OneSourceKernelSVD instead.
+_CHECKS_PASSING_Y = (
+    "check_dict_unchanged",
+    "check_dont_overwrite_parameters",
+    "check_dtype_object",
+    "check_estimators_dtypes",
+    "check_estimators_fit_returns_self",
+    "check_estimators_nan_inf",
+    "check_estimators_overwrite_params",
+    "check_estimators_pickle",
+    "check_f_contiguous_array_estimator",
+    "check_fit2d_1feature",
+    "check_fit2d_1sample",
+    "check_fit2d_predict1d",
+    "check_fit_check_is_fitted",
+    "check_fit_idempotent",
+    "check_fit_score_takes_y",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_n_features_in",
+    "check_n_features_in_after_fitting",
+    "check_pipeline_consistency",
+    "check_positive_only_tag_during_fit",
+    "check_readonly_memmap_input",
+    "check_transformer_data_not_an_array",
+    "check_transformer_general",
+    "check_transformer_n_iter",
+    "check_transformer_preserve_dtypes",
+)
+
+
+def _expected_failed_checks(estimator):
+    if not isinstance(estimator, _OneSourceKernelSVD):
+        reason = "passes a 1-D y as fit's second argument, which KernelSVD reads as the second source Z"
+        return dict.fromkeys(_CHECKS_PASSING_Y, reason)
+    if estimator.svd_solver == "arpack":
+        return {"check_fit2d_1sample": "ARPACK needs n_components < min(N, M), impossible for one sample"}
+    return {}
+
+
+@parametrize_with_checks(
+    [
+        KernelSVD(),
+        _OneSourceKernelSVD(),
+        _OneSourceKernelSVD(2, kernel="rbf", scaling="score"),
+        _OneSourceKernelSVD(kernel="precomputed"),
+        _OneSourceKernelSVD(1, kernel="rbf", svd_solver="arpack", random_state=0),
+    ],
+    expected_failed_checks=_expected_failed_checks,
+)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
