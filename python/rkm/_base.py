@@ -45,6 +45,23 @@ def check_positive(value, name, *, allow_none=False):
     return float(value)
 
 
+def check_choices(params):
+    """Validate (name, value, allowed) triples: each value must be one of its allowed ones."""
+    for name, value, allowed in params:
+        if value not in allowed:
+            raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
+
+
+def check_int(value, name, *, low=1, allow_none=False):
+    """Validate an int >= low (not a bool), or None when allowed."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+        kind = {0: "a non-negative int", 1: "a positive int"}.get(low, f"an int >= {low}")
+        raise ValueError(f"{name}: must be {kind}{' or None' if allow_none else ''}, got {value!r}")
+    return int(value)
+
+
 def available_memory_bytes():
     """Memory the OS can still hand out, from /proc/meminfo where present."""
     try:

@@ -1,6 +1,5 @@
 """Kernel SVD as a restricted kernel machine (Suykens 2017 section 3.5, eqs. 3.29-3.32)."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -16,6 +15,8 @@ from rkm import _solvers
 from rkm._base import (
     FLOAT_DTYPES,
     blas_threads,
+    check_choices,
+    check_int,
     check_matrix,
     check_memory,
     check_n_threads,
@@ -191,16 +192,9 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_positive(self.eta, "eta")
         check_positive(self.tol, "tol", allow_none=True)
         check_n_threads(self.n_threads)
-        for name, value, allowed in (
-            ("svd_solver", self.svd_solver, _SVD_SOLVERS),
-            ("scaling", self.scaling, _SCALINGS),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
+        check_choices((("svd_solver", self.svd_solver, _SVD_SOLVERS), ("scaling", self.scaling, _SCALINGS)))
         for name in ("n_components", "max_iter"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"{name}: must be a positive int or None, got {value!r}")
+            check_int(getattr(self, name), name, allow_none=True)
 
     def _check_n_components(self, n_x, n_z):
         if self.n_components is not None and self.n_components > min(n_x, n_z):

@@ -18,6 +18,8 @@ from rkm._base import (
     FLOAT_DTYPES,
     available_memory_bytes,
     blas_threads,
+    check_choices,
+    check_int,
     check_memory,
     check_n_threads,
     check_positive,
@@ -231,23 +233,18 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_positive(self.eta, "eta")
         check_n_threads(self.n_threads)
         check_positive(self.tol, "tol", allow_none=True)
-        for name, value, allowed in (
+        check_choices((
             ("method", self.method, _METHODS),
             ("landmarks", self.landmarks, _LANDMARKS),
             ("eigen_solver", self.eigen_solver, _EIGEN_SOLVERS),
             ("scaling", self.scaling, _SCALINGS),
             ("preimage", self.preimage, _PREIMAGES),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
-        if isinstance(self.verbose, bool) or not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
-            raise ValueError(f"verbose: must be a non-negative int, got {self.verbose!r}")
-        for name in ("max_iter", "n_landmarks", "n_features", "n_neighbors", "preimage_max_iter"):
-            value = getattr(self, name)
-            if value is None and name in ("max_iter", "n_landmarks", "n_features"):
-                continue
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}: must be a positive int, got {value!r}")
+        ))
+        check_int(self.verbose, "verbose", low=0)
+        for name in ("max_iter", "n_landmarks", "n_features"):
+            check_int(getattr(self, name), name, allow_none=True)
+        for name in ("n_neighbors", "preimage_max_iter"):
+            check_int(getattr(self, name), name)
         check_positive(self.preimage_alpha, "preimage_alpha")
         if self.preimage == "fixed_point" and self._kernel_spec(1)[0] != "rbf":
             raise ValueError("preimage: 'fixed_point' needs the rbf kernel")

@@ -12,7 +12,6 @@ minimum-output code), in the hidden features H_D = D_y H.
 """
 
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -24,7 +23,16 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, _primal
-from rkm._base import FLOAT_DTYPES, blas_threads, check_memory, check_n_threads, check_positive, thread_count
+from rkm._base import (
+    FLOAT_DTYPES,
+    blas_threads,
+    check_choices,
+    check_int,
+    check_memory,
+    check_n_threads,
+    check_positive,
+    thread_count,
+)
 from rkm.kernels import kernel_product, model_kernel_spec
 
 _SOLVERS = ("auto", "cholesky", "cg", "primal")
@@ -94,24 +102,19 @@ class _LSSVM(BaseEstimator):
         check_positive(self.eta, "eta")
         check_positive(self.tol, "tol", allow_none=True)
         check_n_threads(self.n_threads)
-        for name, value, allowed in (
+        check_choices((
             ("solver", self.solver, _SOLVERS),
             ("preconditioner", self.preconditioner, _PRECONDITIONERS),
             ("kernel_storage", self.kernel_storage, _STORAGES),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
+        ))
         for name in ("fit_intercept", "mixed_precision", "loo"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name}: must be True or False, got {getattr(self, name)!r}")
         for name in ("max_iter", "n_landmarks"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"{name}: must be a positive int or None, got {value!r}")
+            check_int(getattr(self, name), name, allow_none=True)
         if self.n_landmarks is not None and self.n_landmarks > n_samples:
             raise ValueError(f"n_landmarks: at most n_samples={n_samples}, got {self.n_landmarks}")
-        if isinstance(self.verbose, bool) or not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
-            raise ValueError(f"verbose: must be a non-negative int, got {self.verbose!r}")
+        check_int(self.verbose, "verbose", low=0)
         name = self._kernel_spec(n_features)[0]
         solver = self._resolve_solver(n_samples, name)
         if self.loo and solver != "cholesky":
