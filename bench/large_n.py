@@ -9,14 +9,13 @@ thread count given (default 2) for OpenMP and BLAS alike.
 """
 
 import argparse
-import multiprocessing
 import os
 import pathlib
 import time
 
 import numpy as np
 
-from rkm.benchmarks import markdown_table, provenance, write_section
+from rkm.benchmarks import markdown_table, memory_status, provenance, run_in_child, write_section
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("width", "dense", "matrix_free", "million", "peers", "approx")
@@ -51,12 +50,6 @@ def _gamma(X):
     return _kpca_gamma(X[:20000])
 
 
-def _memory(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(field)
 
 
 def _child(case, kwargs, queue):
@@ -67,9 +60,9 @@ def _child(case, kwargs, queue):
             X = _data(kwargs["n"], kwargs.get("d", 64))
             with open("/proc/self/clear_refs", "w") as clear_refs:
                 clear_refs.write("5")  # the peak (VmHWM) restarts from the current resident size
-            BASELINE[0] = _memory("VmRSS")
+            BASELINE[0] = memory_status("VmRSS")
             result = CASES[case](X, **kwargs)
-            result.setdefault("peak_bytes", _memory("VmHWM") - BASELINE[0])
+            result.setdefault("peak_bytes", memory_status("VmHWM") - BASELINE[0])
             queue.put(result)
     except BaseException as error:  # reported by the parent
         queue.put({"failure": repr(error)})
@@ -77,15 +70,7 @@ def _child(case, kwargs, queue):
 
 def run_case(case, **kwargs):
     """CASES[case](X, **kwargs) in a fresh process; its result dict with the peak memory the case added."""
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_child, args=(case, kwargs, queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    if "failure" in result:
-        raise RuntimeError(f"{case} {kwargs}: {result['failure']}")
-    return result
+    return run_in_child(_child, case, kwargs)
 
 
 # ----------------------------------------------------------------------------------------------------- cases
@@ -166,7 +151,7 @@ def case_peer(X, n_threads, library, method, rank, exact=True, seeds=SEEDS, **_)
         began = time.perf_counter()
         spectra.append(fit(seed))
         times.append(time.perf_counter() - began)
-    result = dict(seconds=float(np.median(times)), peak_bytes=_memory("VmHWM") - BASELINE[0])
+    result = dict(seconds=float(np.median(times)), peak_bytes=memory_status("VmHWM") - BASELINE[0])
     if not exact:
         return dict(result, error=float("nan"), worst=float("nan"))
     reference = _exact_eigenvalues(X, n_threads)

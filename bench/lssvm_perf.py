@@ -36,14 +36,13 @@ sizes in about a minute; --dual-sizes, --primal-n, --cg-n and --loo-n set sizes)
 """
 
 import argparse
-import multiprocessing
 import os
 import pathlib
 import time
 
 import numpy as np
 
-from rkm.benchmarks import markdown_table, provenance, write_section
+from rkm.benchmarks import markdown_table, memory_status, provenance, run_in_child, write_section
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("dual", "primal", "cg", "loo")
@@ -94,23 +93,17 @@ def make_data(n, dtype=np.float64, random_state=0):
 GAMMA = 1.0 / (2 * D)
 
 
-def _memory(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(field)
 
 
 def _reset_peak():
     """Restart the peak (VmHWM) from the current resident size; returns that size."""
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")
-    return _memory("VmRSS")
+    return memory_status("VmRSS")
 
 
 def _peak():
-    return _memory("VmHWM") - BASELINE[0]
+    return memory_status("VmHWM") - BASELINE[0]
 
 
 def _child(case, kwargs, queue):
@@ -134,15 +127,7 @@ def _child(case, kwargs, queue):
 def run_case(case, **kwargs):
     """CASES[case](X, y, **kwargs) in a fresh process: its result dict, with the peak memory
     the case added to the process."""
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_child, args=(case, kwargs, queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    if "failure" in result:
-        raise RuntimeError(f"{case} {kwargs}: {result['failure']}")
-    return result
+    return run_in_child(_child, case, kwargs)
 
 
 def _timed(fit, repeats=REPEATS):

@@ -326,7 +326,8 @@ def bench_kpca_under_load(sizes, n_background, log):
     return [row for pair in zip(unloaded, busy) for row in pair]
 
 
-def _memory_status(field):
+def memory_status(field):
+    """A memory field of /proc/self/status (such as VmRSS, or VmHWM, the peak resident size) in bytes."""
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith(field + ":"):
@@ -338,9 +339,9 @@ def _peak_fit_child(n, s, dtype, queue):
     X = noisy_digits(n).astype(dtype)
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets the peak (VmHWM) to the current resident size
-    baseline = _memory_status("VmRSS")
+    baseline = memory_status("VmRSS")
     KernelPCA(s, gamma=0.02, random_state=0).fit(X)
-    queue.put(_memory_status("VmHWM") - baseline)
+    queue.put(memory_status("VmHWM") - baseline)
 
 
 def peak_fit_memory(n, s, dtype):
@@ -472,6 +473,20 @@ def render_load(rows, settings):
         "made the fit slower.",
         "",
     ])
+
+
+def run_in_child(child, case, kwargs):
+    """Run child(case, kwargs, queue) in a fresh (spawned) process, so that its peak memory is its own; return
+    the dict it puts on the queue, raising RuntimeError when that dict reports a failure."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=child, args=(case, kwargs, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    if "failure" in result:
+        raise RuntimeError(f"{case} {kwargs}: {result['failure']}")
+    return result
 
 
 def markdown_table(header, rows):
