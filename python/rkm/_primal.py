@@ -193,17 +193,26 @@ def feature_moments(feature_map, X, block_rows=None):
     FeatureMoments
         Of the features in the model's dtype, accumulated in float64.
     """
+    return _mapped_moments(feature_map, _streamed_sums(feature_map, X, None, block_rows).moments())
+
+
+def _streamed_sums(feature_map, X, Y, block_rows):
+    """The shifted sums of the raw features psi(X) (and their cross-sums with Y unless None), block by block."""
     A = feature_map._linear_map
-    threads = thread_count(feature_map.n_threads)
-    sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0])
-    with blas_threads(threads):
-        for _, Psi in _raw_blocks(feature_map, X, block_rows):
-            sums.add(np.ascontiguousarray(Psi, dtype=np.float64))
-    moments = sums.moments()
+    sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0], 0 if Y is None else Y.shape[1])
+    with blas_threads(thread_count(feature_map.n_threads)):
+        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
+            sums.add(np.ascontiguousarray(Psi, dtype=np.float64), None if Y is None else Y[rows])
+    return sums
+
+
+def _mapped_moments(feature_map, moments):
+    """Moments of phi = psi A from those of psi: mean A^T mu_psi, scatter A^T C_psi A (psi's own without A)."""
+    A = feature_map._linear_map
     if A is None:
         return moments
     A = A.astype(np.float64)
-    with blas_threads(threads):
+    with blas_threads(thread_count(feature_map.n_threads)):
         return FeatureMoments(moments.n, moments.mean @ A, A.T @ moments.scatter @ A)
 
 
@@ -226,20 +235,12 @@ def feature_target_moments(feature_map, X, Y, block_rows=None):
         sum_i (phi_i - mu)(y_i - y_mean)^T.
     y_mean : ndarray of shape (p,), float64
     """
-    A = feature_map._linear_map
-    Y = np.asarray(Y, dtype=np.float64)
-    threads = thread_count(feature_map.n_threads)
-    sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0], Y.shape[1])
-    with blas_threads(threads):
-        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
-            sums.add(np.ascontiguousarray(Psi, dtype=np.float64), Y[rows])
-    moments = sums.moments()
+    sums = _streamed_sums(feature_map, X, np.asarray(Y, dtype=np.float64), block_rows)
     cross, y_mean = sums.cross_moments()
-    if A is None:
-        return moments, cross, y_mean
-    A = A.astype(np.float64)
-    with blas_threads(threads):
-        return FeatureMoments(moments.n, moments.mean @ A, A.T @ moments.scatter @ A), A.T @ cross, y_mean
+    A = feature_map._linear_map
+    if A is not None:
+        cross = A.astype(np.float64).T @ cross
+    return _mapped_moments(feature_map, sums.moments()), cross, y_mean
 
 
 def block_target_moments(Phi, Y):
