@@ -22,7 +22,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm import _core, _primal
+from rkm import _core, _pcg, _primal
 from rkm._base import (
     FLOAT_DTYPES,
     blas_threads,
@@ -198,13 +198,11 @@ class _LSSVM(BaseEstimator):
             self.loo_residuals_ = residuals
 
     def _fit_cg(self, X, Y):
-        from rkm._pcg import lssvm_pcg_fit
-
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-        result = lssvm_pcg_fit(
+        result = _pcg.lssvm_pcg_fit(
             X, Y, name, gamma, degree, coef0, eta=self.eta, lam=self.lam, fit_intercept=self.fit_intercept,
             storage=self.kernel_storage, preconditioner=self.preconditioner, rank=self.n_landmarks,
-            tol=1e-6 if self.tol is None else self.tol, max_iter=self.max_iter, n_threads=self.n_threads,
+            tol=_pcg.DEFAULT_TOL if self.tol is None else self.tol, max_iter=self.max_iter, n_threads=self.n_threads,
             random_state=self.random_state, verbose=self.verbose,
         )
         self.n_iter_ = result.n_iter
