@@ -61,7 +61,7 @@ def test_demo_exits_cleanly(quick_demo):
 
 def test_demo_eigenvalues_agree(quick_demo):
     for name, result in quick_demo.results["datasets"].items():
-        if result is None or name in ("large_n", "lssvm"):  # checked in their own tests below
+        if result is None or name in ("large_n", "lssvm", "deep"):  # checked in their own tests below
             continue
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
@@ -160,6 +160,14 @@ def test_demo_lssvm_step(quick_demo):
     assert lssvm["test_mse"] < 2 * cli.LSSVM_PAPER_MSE
     assert lssvm["accuracy"] > 0.9
     assert "LS-SVM regression (Suykens 2017 Table 2" in quick_demo.text
+
+
+def test_demo_deep_step(quick_demo):
+    deep = quick_demo.results["datasets"]["deep"]
+    assert deep["agree"] and deep["weak_difference"] <= cli.DEEP_WEAK_COUPLING_RTOL
+    # One noise realization: each model within a factor of two of the paper's basic MSE.
+    assert all(mse < 2 * cli.DEEP_PAPER_MSE["basic"] for mse in deep["mse"].values())
+    assert "Deep RKM (Suykens 2017 Table 2" in quick_demo.text
 
 
 def test_demo_plots(quick_demo):

@@ -873,7 +873,25 @@ THREADED_CALLS = {
     "lssvm_dual_solve": lambda d, t: reference.lssvm_dual_solve(d["K"], d["start"], n_threads=t),
     "lssvm_dual_fit": lambda d, t: reference.lssvm_dual_fit(d["X"], d["start"], n_threads=t),
     "lssvm_dual_fit_mixed": lambda d, t: reference.lssvm_dual_fit_mixed(d["X"], d["start"], n_threads=t),
+    "deep_levelwise_lssvm_kpca_kpca": lambda d, t: reference.deep_levelwise_lssvm_kpca_kpca(
+        d["K"], d["start"][:, :1], (1, 1, 1), 0.1, (2, 1), 1, n_threads=t),
+    "deep_levelwise_kpca_kpca_lssvm": lambda d, t: reference.deep_levelwise_kpca_kpca_lssvm(
+        d["K"], d["start"][:, :1], (1, 1, 1), 0.1, (2, 1), 1, n_threads=t),
+    "deep_reduced_set_objective": lambda d, t: reference.deep_reduced_set_objective(
+        *_deep_threaded_problem(d), n_threads=t),
+    "deep_reduced_set_forward": lambda d, t: reference.deep_reduced_set_forward(
+        _deep_threaded_problem(d)[0], _deep_threaded_problem(d)[1], (2, 1, 1, 1), ("rbf", 0.5, 3, 1.0),
+        ("rbf", 0.5, 3, 1.0), (1, 1, 1), n_threads=t),
 }
+
+
+def _deep_threaded_problem(d):
+    """A small reduced-set problem (M = 2, s1 = s2 = p = 1) from the shared inputs."""
+    K1 = np.ascontiguousarray(d["K"][:, :2])
+    theta = np.concatenate([np.full(2 * 3, 0.1), [0.0], [1.0, 1.0]])
+    kernel = ("rbf", 0.5, 3, 1.0)
+    return (theta, K1, np.ascontiguousarray(d["K"][:2, :2]), d["start"][:, :1], (2, 1, 1, 1), kernel, kernel,
+            (1, 1, 1), 0.1, 1.0, 0.0, "H", "full")
 
 
 def test_every_public_function_takes_n_threads():
@@ -922,3 +940,376 @@ def test_n_threads_holds_during_the_call_and_is_restored():
     reference.top_eigsh_operator(matmat, 6, 2, d["start"], n_threads=1)
     assert seen == [[1] * len(before)]
     assert blas_threads() == before
+
+
+# --------------------------------------------------------------------------
+# deep RKM: reduced-set objective (eqs 5.2-5.4) and level-wise solving (eqs 4.11, 4.18)
+# --------------------------------------------------------------------------
+
+from rkm.reference.deep import (deep_levelwise_kpca_kpca_lssvm, deep_levelwise_lssvm_kpca_kpca,  # noqa: E402
+                                deep_reduced_set_forward, deep_reduced_set_objective)
+
+DEEP_KERNELS = {"rbf": ("rbf", 0.5, 3, 1.0), "linear": ("linear", None, 3, 1.0), "poly": ("poly", 0.3, 3, 1.0)}
+DEEP_ETAS = (1.3, 0.8, 1.1)
+DEEP_LAM3, DEEP_C_STAB, DEEP_C0 = 0.5, 0.7, 0.3
+
+
+def _deep_problem(p, kernel1="rbf", n=30, m=5, s1=2, s2=2, seed=0):
+    """K1, G1 (reduced set = the first m rows), Y, dims, theta (l entries in [0.5, 2]) and the inputs X."""
+    rng = _rng(seed)
+    X = rng.normal(size=(n, 3))
+    gamma = 0.5 if kernel1 == "rbf" else None
+    K1 = reference.kernel_matrix(X, X[:m], kernel1, gamma=gamma)
+    G1 = reference.kernel_matrix(X[:m], None, kernel1, gamma=gamma)
+    n_free = m * (s1 + s2 + p) + p
+    theta = np.concatenate([0.5 * rng.normal(size=n_free), rng.uniform(0.5, 2.0, size=s1 + s2)])
+    return dict(K1=K1, G1=G1, Y=rng.normal(size=(n, p)), dims=(m, s1, s2, p), theta=theta, X=X)
+
+
+def _deep_objective(problem, kernel2, kernel3, regularizer, objective, theta=None):
+    theta = problem["theta"] if theta is None else theta
+    return deep_reduced_set_objective(theta, problem["K1"], problem["G1"], problem["Y"], problem["dims"],
+                                      DEEP_KERNELS[kernel2], DEEP_KERNELS[kernel3], DEEP_ETAS, DEEP_LAM3,
+                                      DEEP_C_STAB, DEEP_C0, regularizer, objective)
+
+
+def _deep_blocks(theta, dims):
+    m, s1, s2, p = dims
+    sizes = np.cumsum([m * s1, m * s2, m * p, p, s1])
+    A1, A2, A3, b, l1, l2 = np.split(theta, sizes)
+    return A1.reshape(m, s1), A2.reshape(m, s2), A3.reshape(m, p), b, l1, l2
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("kernel3", sorted(DEEP_KERNELS))
+@pytest.mark.parametrize("kernel2", sorted(DEEP_KERNELS))
+@pytest.mark.parametrize("regularizer", ["H", "W"])
+@pytest.mark.parametrize("objective", ["full", "level3"])
+def test_deep_reduced_set_gradient_matches_central_differences(objective, regularizer, kernel2, kernel3, p):
+    problem = _deep_problem(p, seed=p)
+    _, grad, _ = _deep_objective(problem, kernel2, kernel3, regularizer, objective)
+    step, differences = 1e-6, np.empty_like(problem["theta"])
+    for i in range(problem["theta"].size):
+        shift = np.zeros_like(problem["theta"])
+        shift[i] = step
+        up = _deep_objective(problem, kernel2, kernel3, regularizer, objective, problem["theta"] + shift)[0]
+        down = _deep_objective(problem, kernel2, kernel3, regularizer, objective, problem["theta"] - shift)[0]
+        differences[i] = (up - down) / (2 * step)
+    assert np.abs(differences - grad).max() <= 1e-6 * np.abs(grad).max()
+
+
+def test_deep_reduced_set_taylor_remainder_is_second_order():
+    problem = _deep_problem(2, seed=3)
+    f, grad, _ = _deep_objective(problem, "rbf", "poly", "W", "full")
+    direction = _rng(4).normal(size=grad.size)
+    direction /= np.linalg.norm(direction)
+    # Small enough for the quadratic term to dominate, large enough for it to stand above rounding.
+    steps = np.array([1e-3, 1e-4, 1e-5])
+    remainders = np.array([abs(_deep_objective(problem, "rbf", "poly", "W", "full",
+                                               problem["theta"] + t * direction)[0] - f - t * grad @ direction)
+                           for t in steps])
+    slopes = np.log10(remainders[:-1] / remainders[1:])
+    np.testing.assert_allclose(slopes, 2.0, atol=0.05)
+
+
+def _deep_terms_from_explicit_maps(problem, regularizer):
+    """J1, J2, J3 with every level linear: explicit W~ of eq 5.2 and e_i = W~^T phi(input_i) (eq 5.4)."""
+    eta1, eta2, eta3 = DEEP_ETAS
+    X, Xr = problem["X"], problem["X"][:problem["dims"][0]]
+    A1, A2, A3, b, l1, l2 = _deep_blocks(problem["theta"], problem["dims"])
+    W1, W2, W3 = Xr.T @ A1 / eta1, A1.T @ A2 / eta2, A2.T @ A3 / eta3
+    E1 = X @ W1
+    E2 = (E1 / l1) @ W2
+    Yhat = (E2 / l2) @ W3 + b
+    if regularizer == "W":
+        Rg = [eta / 2 * np.sum(W * W) for eta, W in zip(DEEP_ETAS, (W1, W2, W3))]
+    else:
+        Rg = [eta / 2 * np.sum(A * A) for eta, A in zip(DEEP_ETAS, (A1, A2, A3))]
+    J1 = -0.5 * sum(e @ np.diag(1 / l1) @ e for e in E1) + Rg[0]
+    J2 = -0.5 * sum(e @ np.diag(1 / l2) @ e for e in E2) + Rg[1]
+    J3 = np.sum((problem["Y"] - Yhat) ** 2) / (2 * DEEP_LAM3) + Rg[2]
+    return np.array([J1, J2, J3])
+
+
+@pytest.mark.parametrize("objective", ["full", "level3"])
+@pytest.mark.parametrize("regularizer", ["H", "W"])
+def test_deep_reduced_set_terms_match_explicit_feature_maps(regularizer, objective):
+    problem = _deep_problem(2, kernel1="linear", seed=5)
+    f, _, terms = _deep_objective(problem, "linear", "linear", regularizer, objective)
+    expected = _deep_terms_from_explicit_maps(problem, regularizer)
+    np.testing.assert_allclose(terms, expected, rtol=1e-12)
+    J1, J2, J3 = expected
+    l_sum = problem["theta"][-4:].sum()
+    full = J1 + J2 + J3 + DEEP_C_STAB / 2 * (J1**2 + J2**2) - DEEP_C0 * l_sum
+    assert f == pytest.approx(full if objective == "full" else J3, rel=1e-12)
+
+
+@pytest.mark.parametrize("kernel2, kernel3", [("rbf", "poly"), ("poly", "rbf")])
+def test_deep_reduced_set_terms_match_eq_5_4_sample_by_sample(kernel2, kernel3):
+    problem = _deep_problem(2, seed=6)
+    eta1, eta2, eta3 = DEEP_ETAS
+    A1, A2, A3, b, l1, l2 = _deep_blocks(problem["theta"], problem["dims"])
+    k2, k3 = DEEP_KERNELS[kernel2], DEEP_KERNELS[kernel3]
+
+    def k(spec, U, V):
+        name, gamma, degree, coef0 = spec
+        return pairwise_kernels(U, V, metric=name, **({} if name == "linear" else dict(gamma=gamma)),
+                                **(dict(degree=degree, coef0=coef0) if name == "poly" else {}))
+
+    E1, E2, Yhat = [], [], []
+    for k1_row in problem["K1"]:
+        e1 = sum(A1[j] * k1_row[j] for j in range(len(A1))) / eta1
+        k2_row = k(k2, A1, (e1 / l1)[None])[:, 0]
+        e2 = sum(A2[j] * k2_row[j] for j in range(len(A2))) / eta2
+        k3_row = k(k3, A2, (e2 / l2)[None])[:, 0]
+        E1.append(e1)
+        E2.append(e2)
+        Yhat.append(sum(A3[j] * k3_row[j] for j in range(len(A3))) / eta3 + b)
+    E1, E2, Yhat = map(np.array, (E1, E2, Yhat))
+    # Tr(W~_l^T W~_l) = Tr(A_l^T G_l A_l) / eta_l^2 (eq 5.2).
+    G = [problem["G1"], k(k2, A1, A1), k(k3, A2, A2)]
+    Rg = [eta / 2 * np.trace(A.T @ Gl @ A) / eta**2 for eta, A, Gl in zip(DEEP_ETAS, (A1, A2, A3), G)]
+    expected = [-0.5 * np.sum(E1**2 / l1) + Rg[0], -0.5 * np.sum(E2**2 / l2) + Rg[1],
+                np.sum((problem["Y"] - Yhat) ** 2) / (2 * DEEP_LAM3) + Rg[2]]
+    _, _, terms = _deep_objective(problem, kernel2, kernel3, "W", "full")
+    np.testing.assert_allclose(terms, expected, rtol=1e-11)
+
+    forward = deep_reduced_set_forward(problem["theta"], problem["K1"], problem["dims"], k2, k3, DEEP_ETAS)
+    for got, want in zip(forward, (Yhat, E1, E2)):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+
+
+def test_deep_reduced_set_forward_gives_the_objectives_predictions():
+    problem = _deep_problem(2, seed=7)
+    k2, k3 = DEEP_KERNELS["rbf"], DEEP_KERNELS["poly"]
+    Yhat, E1, E2 = deep_reduced_set_forward(problem["theta"], problem["K1"], problem["dims"], k2, k3, DEEP_ETAS)
+    A3 = _deep_blocks(problem["theta"], problem["dims"])[2]
+    _, _, terms = _deep_objective(problem, "rbf", "poly", "H", "full")
+    misfit = terms[2] - DEEP_ETAS[2] / 2 * np.sum(A3**2)
+    assert np.sum((problem["Y"] - Yhat) ** 2) / (2 * DEEP_LAM3) == pytest.approx(misfit, rel=1e-12)
+    assert Yhat.shape == (30, 2) and E1.shape == (30, 2) and E2.shape == (30, 2)
+    # Rows are predicted independently: any subset of kernel rows gives the same rows.
+    rows = [3, 17, 29]
+    subset = deep_reduced_set_forward(problem["theta"], problem["K1"][rows], problem["dims"], k2, k3, DEEP_ETAS)
+    for got, full in zip(subset, (Yhat, E1, E2)):
+        np.testing.assert_allclose(got, full[rows], rtol=1e-12, atol=1e-14)
+
+
+def _levelwise_problem(n=25, p=1, seed=0):
+    rng = _rng(seed)
+    X = rng.normal(size=(n, 2))
+    Y = np.column_stack([np.sin(X.sum(axis=1)) + 0.1 * rng.normal(size=n) for _ in range(p)])
+    return dict(X=X, K1=reference.kernel_matrix(X, kernel="rbf", gamma=0.7), Y=Y, rng=rng)
+
+
+def _assert_small(residual, scale, rtol=1e-10):
+    assert np.abs(residual).max() <= rtol * max(np.abs(scale).max(), 1.0)
+
+
+def _assert_unit_effective_columns(H, eigenvalues):
+    """Columns with a nonzero eigenvalue orthonormal, the others zero; eigenvalues descending."""
+    present = eigenvalues > 0
+    assert np.all(np.diff(eigenvalues) <= 0)
+    np.testing.assert_allclose(H[:, present].T @ H[:, present], np.eye(present.sum()), atol=1e-10)
+    assert np.all(H[:, ~present] == 0)
+    # Sign convention: each column's entry of largest magnitude is positive.
+    columns = H[:, present]
+    assert np.all(columns[np.argmax(np.abs(columns), axis=0), np.arange(columns.shape[1])] > 0)
+
+
+def _assert_eigen_equation(A, H, eigenvalues):
+    _assert_small(A @ H - H * eigenvalues, A)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_deep_levelwise_4_18_first_level_1_step_is_the_ls_svm(fit_intercept):
+    d = _levelwise_problem(p=2)
+    etas, lam = (1.5, 0.2, 0.3), 0.05
+    result = deep_levelwise_lssvm_kpca_kpca(d["K1"], d["Y"], etas, lam, (2, 1), 1, "forward",
+                                            fit_intercept=fit_intercept)
+    H, b, _ = reference.lssvm_dual_solve(d["K1"], d["Y"], etas[0], lam, fit_intercept)
+    np.testing.assert_allclose(result["H1"], H, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(result["b"], b, rtol=1e-10, atol=1e-12)
+    assert [step for step, _ in result["history"]] == ["forward L1", "forward L2", "forward L3"]
+
+
+def test_deep_levelwise_4_18_each_level_solves_its_equation():
+    # One forward pass from random H2, H3: L1 uses H2_0, L2 uses (H1, H3_0), L3 uses the new H2. s2 = 4 exceeds
+    # the rank p + s3 = 2 of level 2, so two of its components are zero columns.
+    d = _levelwise_problem()
+    n, (eta1, eta2, eta3), lam = 25, (1.0, 0.5, 0.25), 0.1
+    H2_0, H3_0 = d["rng"].normal(size=(n, 4)), d["rng"].normal(size=(n, 1))
+    r = deep_levelwise_lssvm_kpca_kpca(d["K1"], d["Y"], (eta1, eta2, eta3), lam, (4, 1), 1, "forward", H2_0, H3_0)
+    A1 = d["K1"] / eta1 + H2_0 @ H2_0.T / eta2 + lam * np.eye(n)
+    _assert_small(A1 @ r["H1"] + r["b"] - d["Y"], A1)
+    _assert_small(r["H1"].sum(axis=0), r["H1"])
+    A2 = r["H1"] @ r["H1"].T / eta2 + H3_0 @ H3_0.T / eta3
+    _assert_eigen_equation(A2, r["H2"], r["eigenvalues2"])
+    _assert_unit_effective_columns(r["H2"], r["eigenvalues2"])
+    assert np.count_nonzero(r["eigenvalues2"]) == 2
+    np.testing.assert_allclose(r["eigenvalues2"][:2], scipy.linalg.eigvalsh(A2)[::-1][:2], rtol=1e-10)
+    A3 = r["H2"] @ r["H2"].T / eta3
+    _assert_eigen_equation(A3, r["H3"], r["eigenvalues3"])
+    np.testing.assert_allclose(r["eigenvalues3"], scipy.linalg.eigvalsh(A3)[::-1][:1], rtol=1e-10)
+    _assert_unit_effective_columns(r["H3"], r["eigenvalues3"])
+
+
+def _j_deep_4_13(K_features, Y, r, eta1, eta2, eta3, lam):
+    """Eq 4.13 with explicit W1, W2, W3 of eq 4.15 (linear phi1 = the rows of K_features, linear phi2, phi3)."""
+    H1, H2, H3, b = r["H1"], r["H2"], r["H3"], r["b"]
+    W1, W2, W3 = K_features.T @ H1 / eta1, H1.T @ H2 / eta2, H2.T @ H3 / eta3
+    level1 = (np.sum((Y - K_features @ W1 - b) * H1) - lam / 2 * np.sum(H1**2) + eta1 / 2 * np.sum(W1**2))
+    level2 = (-np.sum((H1 @ W2) * H2) + 0.5 * np.sum(r["eigenvalues2"] * np.sum(H2**2, axis=0))
+              + eta2 / 2 * np.sum(W2**2))
+    level3 = (-np.sum((H2 @ W3) * H3) + 0.5 * np.sum(r["eigenvalues3"] * np.sum(H3**2, axis=0))
+              + eta3 / 2 * np.sum(W3**2))
+    return level1 + level2 + level3
+
+
+def test_deep_levelwise_4_18_passes():
+    d = _levelwise_problem(p=2, seed=1)
+    X = d["X"]
+    K1 = X @ X.T
+    n, (eta1, eta2, eta3), lam = 25, (1.0, 0.5, 0.25), 0.1
+    result = deep_levelwise_lssvm_kpca_kpca(K1, d["Y"], (eta1, eta2, eta3), lam, (3, 2), 3)
+    assert [step for step, _ in result["history"]] == ["forward L1", "forward L2", "forward L3", "backward L2",
+                                                       "backward L1"] * 3
+    assert result["objective"] == result["history"][-1][1]
+    # The last step is level 1, so its equation holds with the final H2.
+    A1 = K1 / eta1 + result["H2"] @ result["H2"].T / eta2 + lam * np.eye(n)
+    _assert_small(A1 @ result["H1"] + result["b"] - d["Y"], A1)
+    _assert_small(result["H1"].sum(axis=0), result["H1"])
+    _assert_unit_effective_columns(result["H2"], result["eigenvalues2"])
+    _assert_small(result["H2"].sum(axis=0), result["H2"])
+    assert result["objective"] == pytest.approx(_j_deep_4_13(X, d["Y"], result, eta1, eta2, eta3, lam), rel=1e-10)
+    again = deep_levelwise_lssvm_kpca_kpca(K1, d["Y"], (eta1, eta2, eta3), lam, (3, 2), 3)
+    for key in ("H1", "b", "H2", "H3", "eigenvalues2", "eigenvalues3"):
+        np.testing.assert_array_equal(again[key], result[key])
+    assert again["history"] == result["history"]
+
+
+def test_deep_levelwise_4_11_each_level_solves_its_equation():
+    d = _levelwise_problem(p=2, seed=2)
+    n, (eta1, eta2, eta3), lam = 25, (1.0, 0.5, 0.25), 0.1
+    H2_0, H3_0 = d["rng"].normal(size=(n, 2)), d["rng"].normal(size=(n, 2))
+    r = deep_levelwise_kpca_kpca_lssvm(d["K1"], d["Y"], (eta1, eta2, eta3), lam, (3, 2), 1, "forward", H2_0, H3_0)
+    A1 = d["K1"] / eta1 + H2_0 @ H2_0.T / eta2
+    _assert_eigen_equation(A1, r["H1"], r["eigenvalues1"])
+    _assert_unit_effective_columns(r["H1"], r["eigenvalues1"])
+    np.testing.assert_allclose(r["eigenvalues1"], scipy.linalg.eigvalsh(A1)[::-1][:3], rtol=1e-10)
+    A2 = r["H1"] @ r["H1"].T / eta2 + H3_0 @ H3_0.T / eta3
+    _assert_eigen_equation(A2, r["H2"], r["eigenvalues2"])
+    _assert_unit_effective_columns(r["H2"], r["eigenvalues2"])
+    # Level 3 is the LS-SVM of eq 3.16 on the linear kernel of h^(2) with eta = eta3.
+    H, b, _ = reference.lssvm_dual_solve(r["H2"] @ r["H2"].T, d["Y"], eta3, lam)
+    np.testing.assert_allclose(r["H3"], H, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(r["b"], b, rtol=1e-10, atol=1e-12)
+
+
+def _j_deep_4_6(K_features, Y, r, eta1, eta2, eta3, lam):
+    """Eq 4.6 with explicit W1, W2, W3 of eq 4.8 and Lambda1, Lambda2 for lam1, lam2 (linear phi1, phi2, phi3)."""
+    H1, H2, H3, b = r["H1"], r["H2"], r["H3"], r["b"]
+    W1, W2, W3 = K_features.T @ H1 / eta1, H1.T @ H2 / eta2, H2.T @ H3 / eta3
+    level1 = (-np.sum((K_features @ W1) * H1) + 0.5 * np.sum(r["eigenvalues1"] * np.sum(H1**2, axis=0))
+              + eta1 / 2 * np.sum(W1**2))
+    level2 = (-np.sum((H1 @ W2) * H2) + 0.5 * np.sum(r["eigenvalues2"] * np.sum(H2**2, axis=0))
+              + eta2 / 2 * np.sum(W2**2))
+    level3 = np.sum((Y - H2 @ W3 - b) * H3) - lam / 2 * np.sum(H3**2) + eta3 / 2 * np.sum(W3**2)
+    return level1 + level2 + level3
+
+
+@pytest.mark.parametrize("phases", ["forward_backward", "forward"])
+def test_deep_levelwise_4_11_passes(phases):
+    d = _levelwise_problem(p=2, seed=3)
+    X = d["X"]
+    K1 = X @ X.T
+    (eta1, eta2, eta3), lam = (1.0, 0.5, 0.25), 0.1
+    result = deep_levelwise_kpca_kpca_lssvm(K1, d["Y"], (eta1, eta2, eta3), lam, (2, 3), 2, phases)
+    steps = ["forward L1", "forward L2", "forward L3"] + (["backward L2", "backward L1"]
+                                                          if phases == "forward_backward" else [])
+    assert [step for step, _ in result["history"]] == steps * 2
+    assert result["objective"] == result["history"][-1][1]
+    assert result["objective"] == pytest.approx(_j_deep_4_6(X, d["Y"], result, eta1, eta2, eta3, lam), rel=1e-10)
+    _assert_unit_effective_columns(result["H1"], result["eigenvalues1"])
+    _assert_unit_effective_columns(result["H2"], result["eigenvalues2"])
+    if phases == "forward_backward":
+        A1 = K1 / eta1 + result["H2"] @ result["H2"].T / eta2
+        _assert_eigen_equation(A1, result["H1"], result["eigenvalues1"])
+    else:
+        H, b, _ = reference.lssvm_dual_solve(result["H2"] @ result["H2"].T, d["Y"], eta3, lam)
+        np.testing.assert_allclose(result["H3"], H, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(result["b"], b, rtol=1e-10, atol=1e-12)
+    again = deep_levelwise_kpca_kpca_lssvm(K1, d["Y"], (eta1, eta2, eta3), lam, (2, 3), 2, phases)
+    for key in ("H1", "H2", "H3", "b", "eigenvalues1", "eigenvalues2"):
+        np.testing.assert_array_equal(again[key], result[key])
+
+
+def _deep_valid_arguments():
+    problem = _deep_problem(2)
+    objective = dict(theta=problem["theta"], K1=problem["K1"], G1=problem["G1"], Y=problem["Y"],
+                     dims=problem["dims"], kernel2=DEEP_KERNELS["rbf"], kernel3=DEEP_KERNELS["poly"],
+                     etas=DEEP_ETAS, lam3=DEEP_LAM3, c_stab=DEEP_C_STAB, c0=DEEP_C0, regularizer="W",
+                     objective="full")
+    d = _levelwise_problem(n=8, p=1)
+    levelwise = dict(K1=d["K1"], Y=d["Y"], etas=(1.0, 1.0, 1.0), lam=0.1, n_components=(2, 1), n_passes=1)
+    return objective, levelwise
+
+
+def _with_l_entry(theta, value):
+    theta = theta.copy()
+    theta[-1] = value
+    return theta
+
+
+# (argument named in the error, the bad value or a function of the valid arguments giving it)
+DEEP_OBJECTIVE_BAD = [
+    ("theta", lambda a: a["theta"][:-1]), ("theta", lambda a: _with_l_entry(a["theta"], 0.0)),
+    ("theta", lambda a: _with_l_entry(a["theta"], -1.0)), ("theta", lambda a: _with_l_entry(a["theta"], np.nan)),
+    ("theta", lambda a: a["theta"][None]), ("K1", lambda a: a["K1"][:, :4]), ("K1", lambda a: a["K1"][0]),
+    ("G1", lambda a: a["G1"][:4]), ("Y", lambda a: a["Y"][:, :1]), ("Y", lambda a: a["Y"][:-1]),
+    ("dims", (5, 2, 2)), ("dims", (5, 0, 2, 2)), ("dims", (5, 2.0, 2, 2)), ("dims", [5, [2, 2], 2]),
+    ("kernel2", ("sigmoid", 0.5, 3, 1.0)), ("kernel2", "rbf"), ("kernel3", ("rbf", -0.5, 3, 1.0)),
+    ("kernel3", ("poly", 0.5, -1, 1.0)), ("kernel3", ("poly", 0.5, 3, np.nan)), ("etas", (1.0, 0.0, 1.0)),
+    ("etas", (1.0, 1.0)), ("etas", [1.0, [1.0], 1.0]), ("lam3", 0.0), ("lam3", np.inf), ("c_stab", -1.0), ("c0", -0.1),
+    ("regularizer", "Tr"), ("objective", "b"), ("n_threads", 0),
+]
+
+
+@pytest.mark.parametrize("name, bad", DEEP_OBJECTIVE_BAD)
+def test_deep_reduced_set_bad_input_names_the_argument(name, bad):
+    arguments, _ = _deep_valid_arguments()
+    arguments[name] = bad(arguments) if callable(bad) else bad
+    with pytest.raises(ValueError, match=f"^{name}: "):
+        deep_reduced_set_objective(**arguments)
+    if name in ("theta", "K1", "dims", "kernel2", "kernel3", "etas", "n_threads"):
+        forward_arguments = {key: arguments[key] for key in ("theta", "K1", "dims", "kernel2", "kernel3", "etas")}
+        with pytest.raises(ValueError, match=f"^{name}: "):
+            deep_reduced_set_forward(**forward_arguments, n_threads=arguments.get("n_threads"))
+
+
+DEEP_LEVELWISE_BAD = [
+    ("K1", lambda a: a["K1"][:, :7]), ("K1", lambda a: _poisoned(a["K1"], np.nan)), ("Y", lambda a: a["Y"][:7]),
+    ("etas", (1.0, -1.0, 1.0)), ("lam", 0.0), ("n_components", (0, 1)), ("n_components", (9, 1)),
+    ("n_components", (2,)), ("n_passes", 0), ("n_passes", 1.5), ("phases", "backward"),
+    ("H2", lambda a: np.zeros((8, 3))), ("H3", lambda a: np.zeros((7, 1))), ("fit_intercept", "yes"),
+    ("n_threads", 0),
+]
+
+
+@pytest.mark.parametrize("function", [deep_levelwise_lssvm_kpca_kpca, deep_levelwise_kpca_kpca_lssvm])
+@pytest.mark.parametrize("name, bad", DEEP_LEVELWISE_BAD)
+def test_deep_levelwise_bad_input_names_the_argument(function, name, bad):
+    _, arguments = _deep_valid_arguments()
+    arguments[name] = bad(arguments) if callable(bad) else bad
+    with pytest.raises(ValueError, match=f"^{name}: "):
+        function(**arguments)
+
+
+def test_deep_levelwise_component_bounds():
+    _, arguments = _deep_valid_arguments()
+    # 4.18: s3 <= s2, and with an intercept s2 <= N - 1 (the columns of H2 are orthogonal to 1).
+    for bad in [(1, 2), (8, 1)]:
+        with pytest.raises(ValueError, match="^n_components: "):
+            deep_levelwise_lssvm_kpca_kpca(**(arguments | dict(n_components=bad)))
+    deep_levelwise_lssvm_kpca_kpca(**(arguments | dict(n_components=(8, 1), fit_intercept=False)))
+    deep_levelwise_kpca_kpca_lssvm(**(arguments | dict(n_components=(8, 8))))

@@ -33,6 +33,7 @@ void bind_kernels(py::module_& m);
 void bind_kernel_operator(py::module_& m);
 void bind_features(py::module_& m);
 void bind_lssvm(py::module_& m);
+void bind_deep(py::module_& m);
 void bind_center(py::module_& m);
 void bind_eigs(py::module_& m);
 void bind_config(py::module_& m);

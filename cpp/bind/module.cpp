@@ -44,4 +44,5 @@ PYBIND11_MODULE(_core, m) {
   rkm::bind::bind_kernel_operator(m);
   rkm::bind::bind_features(m);
   rkm::bind::bind_lssvm(m);
+  rkm::bind::bind_deep(m);
 }

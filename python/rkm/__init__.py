@@ -9,6 +9,7 @@ from rkm import features
 from rkm._config import show_config
 from rkm.kernel_svd import KernelSVD
 from rkm.kpca import KernelPCA
+from rkm.deep import DeepRKM
 from rkm.lssvm import LSSVMClassifier, LSSVMRegressor
 from rkm.pmf import KernelPMF
 
@@ -18,6 +19,7 @@ __all__ = [
     "KernelPCA",
     "LSSVMRegressor",
     "LSSVMClassifier",
+    "DeepRKM",
     "KernelSVD",
     "KernelPMF",
     "features",

@@ -11,7 +11,6 @@ Classification (eqs. 3.19–3.23) is the same system for targets coded +-1 (one 
 minimum-output code), in the hidden features H_D = D_y H.
 """
 
-import math
 import warnings
 
 import numpy as np
@@ -31,6 +30,8 @@ from rkm._base import (
     check_memory,
     check_n_threads,
     check_positive,
+    class_codes,
+    class_scores,
     thread_count,
 )
 from rkm.kernels import kernel_product, model_kernel_spec
@@ -38,7 +39,6 @@ from rkm.kernels import kernel_product, model_kernel_spec
 _SOLVERS = ("auto", "cholesky", "cg", "primal")
 _PRECONDITIONERS = ("nystrom", "pivoted_cholesky", None)
 _STORAGES = ("matrix_free", "stored")
-_CODINGS = ("one_vs_all", "minimum_output")
 # solver="auto" factorizes up to this many samples (about 40 s on 2 cores) and solves by conjugate gradients
 # beyond, or when the factorization does not fit in memory.
 AUTO_CHOLESKY_MAX_SAMPLES = 20_000
@@ -445,13 +445,6 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         return outputs.ravel() if self._single_output else outputs
 
 
-def _minimum_output_codes(n_classes):
-    """+-1 codewords of ceil(log2 n_classes) bits: the binary digits of the class index."""
-    n_bits = max(1, math.ceil(math.log2(n_classes)))
-    bits = (np.arange(n_classes)[:, None] >> np.arange(n_bits)[None, :]) & 1
-    return 2.0 * bits - 1.0
-
-
 class LSSVMClassifier(ClassifierMixin, _LSSVM):
     """LS-SVM classification as a restricted kernel machine (Suykens 2017, eqs. 3.19–3.23).
 
@@ -523,15 +516,6 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         )
         self.coding = coding
 
-    def _class_codes(self, n_classes):
-        if self.coding not in _CODINGS:
-            raise ValueError(f"coding: must be one of {_CODINGS}, got {self.coding!r}")
-        if n_classes == 2:
-            return np.array([[-1.0], [1.0]])
-        if self.coding == "one_vs_all":
-            return 2.0 * np.eye(n_classes) - 1.0
-        return _minimum_output_codes(n_classes)
-
     def fit(self, X, y):
         """Fit the classifier (solve eq. 3.22 for the coded labels).
 
@@ -552,7 +536,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         self.classes_ = encoder.classes_
         if self.classes_.size < 2:
             raise ValueError(f"y: needs at least two classes, got 1 class ({self.classes_[0]!r})")
-        self.codes_ = self._class_codes(self.classes_.size)
+        self.codes_ = class_codes(self.classes_.size, self.coding)
         labels = encoder.transform(y)
         Y = self.codes_[labels]
         self._fit_targets(X, Y)
@@ -573,12 +557,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             For more classes: one-vs-all, each class's own output; minimum output, the outputs' inner product
             with each class's codeword. The predicted class has the largest score.
         """
-        outputs = self._outputs(X)
-        if self.classes_.size == 2:
-            return outputs.ravel()
-        if self.coding == "one_vs_all":
-            return outputs
-        return outputs @ self.codes_.T.astype(outputs.dtype)
+        return class_scores(self._outputs(X), self.codes_, self.coding)
 
     def predict(self, X):
         """Class labels: the sign of eq. 3.23 for two classes, the codeword nearest the outputs beyond."""

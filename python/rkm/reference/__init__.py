@@ -10,7 +10,8 @@ Its modules mirror the core's (``cpp/core``): :mod:`~rkm.reference.kernels`
 (kernel matrices, products and gradients), :mod:`~rkm.reference.center`,
 :mod:`~rkm.reference.eigs`, :mod:`~rkm.reference.products`,
 :mod:`~rkm.reference.features` (random Fourier features) and
-:mod:`~rkm.reference.lssvm` (the LS-SVM dual system); every public
+:mod:`~rkm.reference.lssvm` (the LS-SVM dual system) and :mod:`~rkm.reference.deep` (the deep RKM's
+reduced-set objective and level-wise solvers); every public
 function is importable from the package itself.
 
 Conventions shared with the core
@@ -37,6 +38,12 @@ large inputs (e.g. ``X @ X.T`` for X of shape (20000, 256), float64).
 """
 
 from rkm.reference.center import center_kernel, center_kernel_rows
+from rkm.reference.deep import (
+    deep_levelwise_kpca_kpca_lssvm,
+    deep_levelwise_lssvm_kpca_kpca,
+    deep_reduced_set_forward,
+    deep_reduced_set_objective,
+)
 from rkm.reference.eigs import eigh, kernel_top_eigsh, top_eigsh, top_eigsh_operator
 from rkm.reference.features import fourier_features
 from rkm.reference.kernels import kernel_gradient, kernel_matrix, kernel_product
@@ -59,4 +66,8 @@ __all__ = [
     "lssvm_dual_solve",
     "lssvm_dual_fit",
     "lssvm_dual_fit_mixed",
+    "deep_reduced_set_objective",
+    "deep_reduced_set_forward",
+    "deep_levelwise_lssvm_kpca_kpca",
+    "deep_levelwise_kpca_kpca_lssvm",
 ]

@@ -1,0 +1,624 @@
+"""Deep restricted kernel machines (Suykens 2017, sections 4-5): three levels coupled through their hidden features.
+
+Two architectures:
+
+- ``"lssvm_kpca_kpca"`` (§4.2, eqs. 4.12-4.18): LS-SVM regression (or classification on +-1 codes) in level 1
+  followed by two kernel PCA levels on its hidden features. Solved level by level (eq. 4.18): the level-1
+  system fuses the data kernel K1 with the linear kernel of level 2 (weight 1/eta2), level 2 fuses the linear
+  kernels of levels 1 and 3. Out of sample it predicts as an LS-SVM with the deep H1 (eq. 4.16).
+- ``"kpca_kpca_lssvm"`` (§4.1, eqs. 4.1-4.11): two kernel PCA levels followed by LS-SVM regression. Solved level
+  by level for linear levels 2-3 (eq. 4.11), or in the primal (§5): ``method="reduced_set"`` is M1 (eqs.
+  5.2-5.4, kernels in all levels, W_l written on a reduced set of M training points) and
+  ``method="feedforward"`` is M2 (eqs. 5.5-5.6, a deep feedforward network), both trained with L-BFGS on the
+  stabilized objective J = J1 + J2 + J3 + (c_stab/2)(J1^2 + J2^2) of eq. 5.3 (appendix: the kernel PCA terms
+  are unbounded below on their own). Out of sample: eqs. 4.9, 5.4 and 5.6.
+
+The readings of steps the paper leaves open are listed in the class docstring.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import ClassifierTags, RegressorTags, check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from rkm import _core, _deep_primal, _levelwise
+from rkm._deep_primal import DivergenceError
+from rkm._base import (
+    CODINGS,
+    blas_threads,
+    check_choices,
+    check_int,
+    check_memory,
+    check_n_threads,
+    check_positive,
+    class_codes,
+    class_scores,
+    thread_count,
+)
+from rkm.kernels import canonical_kernel_name, kernel_matrix, kernel_product, resolve_gamma
+
+ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
+METHODS = ("levelwise", "reduced_set", "feedforward")
+PHASES = ("forward_backward", "forward")
+TASKS = ("auto", "regression", "classification")
+INITS = ("zeros", "random")
+REGULARIZERS = ("H", "W")
+OBJECTIVES = ("full", "level3")
+# Kernels of levels 2-3 of the reduced-set model: its gradient needs derivatives in both arguments.
+SMOOTH_KERNELS = ("rbf", "linear", "poly")
+
+__all__ = ["DeepRKM", "DivergenceError"]
+
+
+class DeepRKM(BaseEstimator):
+    """Deep restricted kernel machine with three levels (Suykens 2017, sections 4-5).
+
+    Parameters
+    ----------
+    architecture : {"lssvm_kpca_kpca", "kpca_kpca_lssvm"}, default="lssvm_kpca_kpca"
+        Regression level first and two kernel PCA levels after it (§4.2, the model of Table 2 and §6.2.2), or
+        two kernel PCA levels and the regression level last (§4.1, the model of Table 1).
+    n_components : int or tuple of two ints, default=(1, 1)
+        The kernel PCA levels' numbers of components in level order: (s2, s3) for "lssvm_kpca_kpca",
+        (s1, s2) for "kpca_kpca_lssvm"; an int is the same number for both.
+    kernel : str or tuple of three str, default="rbf"
+        Level 1's kernel (the data level) for method="levelwise", whose levels 2-3 are linear (eqs. 4.11,
+        4.18); for method="reduced_set", one kernel for all three levels or one per level (levels 2-3:
+        "rbf", "linear" or "poly"). Unused by method="feedforward".
+    gamma : float, tuple of three floats or None, default=None
+        rbf/poly parameter per level as ``kernel``; None means 1 / (the level's input width). The paper's
+        exp(-||x - y||^2 / sigma^2) is ``gamma = 1 / sigma^2`` (``rkm.RBF.from_sigma(sigma)``).
+    degree, coef0 : float, default=3, 1.0
+        Polynomial kernel parameters.
+    lam : float, default=1.0
+        The regression level's lambda (lam1 of eq. 4.18, lam3 of eqs. 4.11 and 5.3).
+    etas : tuple of three floats, default=(1.0, 1e-5, 1e-5)
+        eta1, eta2, eta3. In eqs. 4.11 and 4.18, 1/eta2 and 1/eta3 weigh the linear kernels fused into levels
+        1 and 2 (the "kernel fusion" of §4.2); small etas couple the levels strongly.
+    n_passes : int, default=10
+        method="levelwise": passes of forward (and backward) level steps (eq. 5.1).
+    method : {"levelwise", "reduced_set", "feedforward"}, default="levelwise"
+        Level-wise solving (eqs. 4.11, 4.18), M1 (eqs. 5.2-5.4) or M2 (eqs. 5.5-5.6); the last two need
+        architecture="kpca_kpca_lssvm".
+    phases : {"forward_backward", "forward"}, default="forward_backward"
+        A pass is forward (L1, L2, L3) then backward (L2, L1), or forward only.
+    init : {"zeros", "random"}, default="zeros"
+        method="levelwise": initial H2, H3. With zeros the first level-1 step of "lssvm_kpca_kpca" is the plain
+        LS-SVM; "random" draws orthonormal columns.
+    task : {"auto", "regression", "classification"}, default="auto"
+        "auto": classification for integer, boolean or string labels, regression for float targets.
+    coding : {"one_vs_all", "minimum_output"}, default="one_vs_all"
+        Classification: the +-1 output code of the regression level (as LSSVMClassifier; §6.2.2 uses one
+        output per class).
+    c_stab : float, default=10.0
+        Stabilization constant of eq. 5.3 (primal methods).
+    c0 : float, default=0.0
+        Weight of the -c0 (Tr Lambda1 + Tr Lambda2) term (§5.2; variant a of §6.1 uses 0.1).
+    regularizer : {"H", "W"}, default="H"
+        Primal methods' regularization: (eta_l/2) ||H~_l||^2 in place of (eta_l/2) Tr(W_l^T W_l) ("H", §5.2)
+        or the latter itself ("W"). M2 always regularizes its W_l.
+    objective : {"full", "level3"}, default="full"
+        The whole stabilized objective, or J3 alone (variant c of §6.1).
+    n_reduced : int, default=20
+        M1: size M of the reduced set (a uniformly drawn subset of the training inputs, per initialization).
+    hidden_units : tuple of three ints, default=(3, 3, 3)
+        M2: hidden units nh1, nh2, nh3 of the three levels.
+    toeplitz : bool, default=False
+        M2: Toeplitz interconnection matrices U1, U2 (M2,b,T of Table 1; the last level's U3 stays dense).
+    n_init : int, default=1
+        Primal methods: random initializations; the one with the lowest validation error (fit's X_val, y_val)
+        or, without validation data, the lowest objective is kept.
+    max_iter : int, default=400
+        Primal methods: L-BFGS iterations per initialization.
+    tol : float, default=1e-6
+        Primal methods: L-BFGS gradient tolerance.
+    n_threads : int or None, default=None
+        Threads for the core and BLAS (None: all; -1: all cores).
+    random_state : int, RandomState or None
+        Seeds initializations, reduced sets and random starts.
+    verbose : int, default=0
+        Print the objective after each level step or L-BFGS iteration.
+
+    Attributes
+    ----------
+    H_ : list of three ndarrays
+        Per-level hidden features. "levelwise": H1, H2, H3 at the training points (N rows). "reduced_set": the
+        reduced-set hidden features H~1, H~2, H~3 (M rows). "feedforward": Lambda1^-1 e1, Lambda2^-1 e2 and
+        e3 / lam at the training points (the stationarity conditions of the kernel PCA and LS-SVM levels).
+    intercept_ : ndarray of shape (n_outputs,)
+    eigenvalues_ : list of two ndarrays
+        The diagonals of Lambda of the two kernel PCA levels, in level order.
+    n_effective_components_ : tuple of two ints
+        "levelwise": components with a non-zero eigenvalue per kernel PCA level. A level's fused matrix has
+        rank at most the width of its inputs; the other components are returned as zero columns.
+    objective_ : float
+        The final objective: J_deep (eqs. 4.6, 4.13, W eliminated) or the minimized primal objective.
+    objective_history_ : list of float
+        objective after each level step (levelwise) or each L-BFGS iteration (primal, selected init).
+    n_iter_ : int
+        Passes (levelwise) or L-BFGS iterations of the selected initialization.
+    init_results_ : list of dict
+        Primal methods: per initialization, its objective, iterations, validation score and status.
+    reduced_set_ : ndarray of shape (n_reduced, n_features)
+        M1: the reduced-set points.
+    classes_, codes_ : ndarray
+        Classification: the labels and their +-1 codewords.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Readings of steps the paper leaves open:
+
+    - level-wise: eigenvectors have unit norm and the sign that makes their largest entry positive; L3 of eq.
+      4.18 is a multiple of the projector onto span(H2), solved by H3 = H2[:, :s3]; eq. 4.11's level 1 is
+      uncentred, as printed; classification trains level 1 on +-1 codes (eq. 3.22) and predicts the code with
+      the largest output.
+    - eq. 4.9 out of sample: e1(x) = (1/eta1) sum_j h1_j K1(x_j, x), then linear levels 2-3 on Lambda^-1 e; on
+      training points this differs from the coupled solution's h, since the coupling terms of eq. 4.10 are
+      absent out of sample.
+    - primal methods: the sums of eq. 5.3 run over all N training points (the reduced set only parametrizes
+      W_l); H~, U, W ~ N(0, 0.1^2), biases 0, Lambda = I, Lambda bounded below by 1e-8 in L-BFGS-B; M2's
+      activation is tanh; -c0 (Tr Lambda1 + Tr Lambda2) is added outside the stabilizing squares. A diverging
+      objective stops the fit with ``rkm.deep.DivergenceError``, which carries the last finite iterate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import DeepRKM
+    >>> X = np.linspace(-3, 3, 80)[:, None]
+    >>> model = DeepRKM(n_components=(1, 1), gamma=1.0, lam=1e-3, n_passes=3).fit(X, np.sin(X).ravel())
+    >>> float(np.max(np.abs(model.predict(X) - np.sin(X).ravel()))) < 0.05
+    True
+    """
+
+    def __init__(
+        self,
+        architecture="lssvm_kpca_kpca",
+        n_components=(1, 1),
+        kernel="rbf",
+        gamma=None,
+        degree=3,
+        coef0=1.0,
+        lam=1.0,
+        etas=(1.0, 1e-5, 1e-5),
+        n_passes=10,
+        method="levelwise",
+        phases="forward_backward",
+        init="zeros",
+        task="auto",
+        coding="one_vs_all",
+        c_stab=10.0,
+        c0=0.0,
+        regularizer="H",
+        objective="full",
+        n_reduced=20,
+        hidden_units=(3, 3, 3),
+        toeplitz=False,
+        n_init=1,
+        max_iter=400,
+        tol=1e-6,
+        n_threads=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.architecture = architecture
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.etas = etas
+        self.n_passes = n_passes
+        self.method = method
+        self.phases = phases
+        self.init = init
+        self.task = task
+        self.coding = coding
+        self.c_stab = c_stab
+        self.c0 = c0
+        self.regularizer = regularizer
+        self.objective = objective
+        self.n_reduced = n_reduced
+        self.hidden_units = hidden_units
+        self.toeplitz = toeplitz
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ parameters
+
+    def _validate_params(self, n_samples, n_features, n_outputs):
+        check_choices((
+            ("architecture", self.architecture, ARCHITECTURES),
+            ("method", self.method, METHODS),
+            ("phases", self.phases, PHASES),
+            ("init", self.init, INITS),
+            ("task", self.task, TASKS),
+            ("coding", self.coding, CODINGS),
+            ("regularizer", self.regularizer, REGULARIZERS),
+            ("objective", self.objective, OBJECTIVES),
+        ))
+        if self.method != "levelwise" and self.architecture != "kpca_kpca_lssvm":
+            raise ValueError(f"method: {self.method!r} is the primal model of architecture='kpca_kpca_lssvm' "
+                             "(eqs. 5.3-5.6); use method='levelwise' for 'lssvm_kpca_kpca'")
+        check_positive(self.lam, "lam")
+        _check_tuple(self.etas, "etas", 3, lambda v, name: check_positive(v, name))
+        components = (self.n_components,) * 2 if isinstance(self.n_components, numbers.Integral) else self.n_components
+        self._components = _check_tuple(components, "n_components", 2, lambda v, name: check_int(v, name))
+        self._check_component_limits(n_samples)
+        for name in ("c_stab", "c0"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name}: must be a non-negative finite number, got {value!r}")
+        for name in ("n_passes", "n_init", "max_iter", "n_reduced"):
+            check_int(getattr(self, name), name)
+        if self.method == "reduced_set" and self.n_reduced > n_samples:
+            raise ValueError(f"n_reduced: at most n_samples={n_samples}, got {self.n_reduced}")
+        _check_tuple(self.hidden_units, "hidden_units", 3, lambda v, name: check_int(v, name))
+        check_positive(self.tol, "tol")
+        check_n_threads(self.n_threads)
+        check_int(self.verbose, "verbose", low=0)
+        if not isinstance(self.toeplitz, (bool, np.bool_)):
+            raise ValueError(f"toeplitz: must be True or False, got {self.toeplitz!r}")
+        self._kernels = self._level_kernels(n_features, n_outputs)
+
+    def _check_component_limits(self, n_samples):
+        first, second = self._components
+        if self.architecture == "lssvm_kpca_kpca":
+            # H2's columns are eigenvectors orthogonal to 1 (H1^T 1 = 0): at most N - 1 of them.
+            if first > n_samples - 1:
+                raise ValueError(f"n_components: s2 = {first} exceeds n_samples - 1 = {n_samples - 1}")
+            if second > first:
+                raise ValueError(f"n_components: s3 = {second} exceeds s2 = {first} (level 3 takes its components "
+                                 "from level 2's span, eq. 4.18)")
+        elif self.method == "levelwise" and max(first, second) > n_samples:
+            raise ValueError(f"n_components: ({first}, {second}) exceeds n_samples = {n_samples}")
+
+    def _level_kernels(self, n_features, n_outputs):
+        """(name, gamma, degree, coef0) of the three levels."""
+        names = self.kernel if isinstance(self.kernel, (tuple, list)) else None
+        if names is not None and len(names) != 3:
+            raise ValueError(f"kernel: a str or one kernel per level (3), got {self.kernel!r}")
+        gammas = self.gamma if isinstance(self.gamma, (tuple, list)) else (self.gamma,) * 3
+        if len(gammas) != 3:
+            raise ValueError(f"gamma: a number, None or one per level (3), got {self.gamma!r}")
+        if names is None:
+            first = canonical_kernel_name(self.kernel)
+            names = (first, "linear", "linear") if self.method == "levelwise" else (first, first, first)
+        names = tuple(canonical_kernel_name(n) for n in names)
+        widths = self._level_input_widths(n_features, n_outputs)
+        if self.method == "levelwise" and names[1:] != ("linear", "linear"):
+            raise ValueError(f"kernel: method='levelwise' needs linear kernels in levels 2 and 3 (eqs. 4.11, "
+                             f"4.18), got {names}")
+        if self.method == "reduced_set" and not set(names[1:]) <= set(SMOOTH_KERNELS):
+            raise ValueError(f"kernel: method='reduced_set' needs differentiable kernels in levels 2-3 "
+                             f"{SMOOTH_KERNELS}, got {names[1:]}")
+        return [(name, resolve_gamma(name, g, width), float(self.degree), float(self.coef0))
+                for name, g, width in zip(names, gammas, widths)]
+
+    def _level_input_widths(self, n_features, n_outputs):
+        first, second = self._components
+        if self.architecture == "lssvm_kpca_kpca":
+            return (n_features, n_outputs, first)
+        return (n_features, first, second)
+
+    # ------------------------------------------------------------------ fitting
+
+    def _say(self, message):
+        if self.verbose:
+            print(f"[DeepRKM] {message}", flush=True)
+
+    def _targets(self, X, y):
+        """Validated X and the regression targets Y (N x p, float64): y itself or its +-1 class codes."""
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", multi_output=True, ensure_min_samples=2)
+        task = self.task
+        if task == "auto":
+            kind = type_of_target(y)
+            is_float = np.asarray(y).dtype.kind == "f"
+            task = "classification" if kind in ("binary", "multiclass") and not is_float else "regression"
+        self.task_ = task
+        if task == "regression":
+            Y = np.asarray(y, dtype=np.float64)
+            if not np.all(np.isfinite(Y)):
+                raise ValueError("y: must not contain NaN or infinity")
+            self._single_output = Y.ndim == 1
+            return X, Y.reshape(X.shape[0], -1)
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        if self.classes_.size < 2:
+            raise ValueError(f"y: needs at least two classes, got 1 class ({self.classes_[0]!r})")
+        self.codes_ = class_codes(self.classes_.size, self.coding)
+        return X, self.codes_[encoder.transform(y)]
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit the deep RKM.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets (regression) or class labels (classification).
+        X_val, y_val : array-like, optional
+            Validation data on which the primal methods select among their n_init initializations (the paper's
+            protocol); without it the lowest objective wins.
+
+        Returns
+        -------
+        self
+        """
+        X, Y = self._targets(X, y)
+        self._training_targets = Y
+        self._validate_params(*X.shape, Y.shape[1])
+        rng = check_random_state(self.random_state)
+        threads = thread_count(self.n_threads)
+        self._say(f"{self.architecture}, method {self.method!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
+        # M2's GEMMs are small (N x a few hidden units): one BLAS thread runs them fastest.
+        with blas_threads(1 if self.method == "feedforward" else threads):
+            if self.method == "levelwise":
+                self._fit_levelwise(X, Y, rng)
+            else:
+                self._fit_primal(X, Y, rng, X_val, y_val)
+        return self
+
+    def _initial_hidden(self, n_samples, rng):
+        s_next, s_last = self._components if self.architecture == "lssvm_kpca_kpca" else (self._components[1], 0)
+        if self.init == "zeros":
+            return np.zeros((n_samples, s_next)), np.zeros((n_samples, s_last))
+        Q, _ = np.linalg.qr(rng.standard_normal((n_samples, s_next)))
+        return Q, Q[:, :s_last].copy()
+
+    def _fit_levelwise(self, X, Y, rng):
+        name, gamma, degree, coef0 = self._kernels[0]
+        n = X.shape[0]
+        copies = 1 if self.architecture == "lssvm_kpca_kpca" else 2
+        check_memory(copies * n * n * 8, "X", f"{copies} {n} x {n} float64 matrices of the level-wise solver",
+                     advice="use fewer samples or method='reduced_set'")
+        K = kernel_matrix(X, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
+        H2, H3 = self._initial_hidden(n, rng)
+        if self.architecture == "lssvm_kpca_kpca":
+            result = _levelwise.lssvm_kpca_kpca(
+                K, Y, tuple(map(float, self.etas)), float(self.lam), self._components, self.n_passes, self.phases,
+                H2, H3, True, callback=self._report_step,
+            )
+            self.eigenvalues_ = [result.eigenvalues["level2"], result.eigenvalues["level3"]]
+        else:
+            H3 = np.zeros((n, Y.shape[1]))
+            result = _levelwise.kpca_kpca_lssvm(
+                K, Y, tuple(map(float, self.etas)), float(self.lam), self._components, self.n_passes, self.phases,
+                H2, H3, True, rng, self.n_threads, callback=self._report_step,
+            )
+            self.eigenvalues_ = [result.eigenvalues["level1"], result.eigenvalues["level2"]]
+        self.H_ = result.H
+        self.intercept_ = result.intercept
+        self.objective_history_ = [value for _, value in result.history]
+        self.objective_ = self.objective_history_[-1]
+        self.n_iter_ = self.n_passes
+        self.n_effective_components_ = tuple(int(np.count_nonzero(w)) for w in self.eigenvalues_)
+        self.X_fit_ = X
+
+    def _report_step(self, step, value):
+        self._say(f"{step}: J_deep = {value:.6g}")
+
+    # ------------------------------------------------------------------ primal methods (M1, M2)
+
+    def _fit_primal(self, X, Y, rng, X_val, y_val):
+        validation = None
+        if X_val is not None or y_val is not None:
+            if X_val is None or y_val is None:
+                raise ValueError("X_val: give both X_val and y_val, or neither")
+            validation = (validate_data(self, X_val, dtype=np.float64, order="C", reset=False), y_val)
+        fit_one = self._fit_reduced_set_once if self.method == "reduced_set" else self._fit_feedforward_once
+        results = []
+        for index in range(self.n_init):
+            try:
+                result = fit_one(X, Y, rng)
+            except DivergenceError as error:
+                if self.n_init == 1:
+                    raise
+                self._say(f"init {index}: diverged ({error})")
+                results.append({"init": index, "status": "diverged", "objective": None, "n_iter": error.nit})
+                continue
+            result["init"] = index
+            result["status"] = "converged" if result["converged"] else "max_iter"
+            if validation is not None:
+                result["validation_score"] = self._score_outputs(self._primal_outputs(validation[0], result),
+                                                                 validation[1])
+            results.append(result)
+            self._say(f"init {index}: objective {result['objective']:.6g}, {result['n_iter']} iterations")
+        finished = [r for r in results if r["status"] != "diverged"]
+        if not finished:
+            raise DivergenceError(
+                f"all {self.n_init} initializations diverged; use a larger c_stab, a smaller c0 or "
+                "objective='level3'", iterate=None, fun=None, nit=0)
+        best = min(finished, key=self._selection_key(validation is not None))
+        self.init_results_ = [{k: r.get(k) for k in ("init", "status", "objective", "n_iter", "validation_score")}
+                              for r in results]
+        self._store_primal(best, X)
+        if not best["converged"]:
+            warnings.warn(f"DeepRKM: L-BFGS stopped after {best['n_iter']} iterations ({best['message']}); "
+                          "increase max_iter or tol", ConvergenceWarning, stacklevel=3)
+
+    @staticmethod
+    def _selection_key(by_validation):
+        if by_validation:
+            return lambda r: (-r["validation_score"], r["objective"])
+        return lambda r: r["objective"]
+
+    def _score_outputs(self, outputs, y):
+        """Validation score of raw outputs: accuracy (classification) or R^2."""
+        if self.task_ == "classification":
+            return accuracy_score(y, self._labels(outputs))
+        y = np.asarray(y, dtype=np.float64)
+        return r2_score(y, outputs.ravel() if y.ndim == 1 else outputs)
+
+    def _primal_options(self):
+        return dict(etas=tuple(map(float, self.etas)), lam3=float(self.lam), c_stab=float(self.c_stab),
+                    c0=float(self.c0), objective=self.objective)
+
+    def _fit_reduced_set_once(self, X, Y, rng):
+        M = self.n_reduced
+        s1, s2 = self._components
+        p = Y.shape[1]
+        reduced = X[np.sort(rng.choice(X.shape[0], size=M, replace=False))]
+        name, gamma, degree, coef0 = self._kernels[0]
+        K1 = kernel_matrix(X, reduced, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
+        G1 = kernel_matrix(reduced, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
+        dims = (M, s1, s2, p)
+        options = self._primal_options()
+        objective = _core.DeepReducedSetObjective(
+            K1, G1, Y, dims, self._kernels[1], self._kernels[2], options["etas"], options["lam3"],
+            options["c_stab"], options["c0"], self.regularizer, self.objective, self.n_threads,
+        )
+        theta0 = np.concatenate([0.1 * rng.standard_normal(M * (s1 + s2 + p)), np.zeros(p), np.ones(s1 + s2)])
+        result = _deep_primal.minimize_objective(lambda t: objective(t)[:2], theta0, n_eigen=s1 + s2,
+                                                 max_iter=self.max_iter, tol=self.tol, verbose=self.verbose)
+        return {"theta": result.theta, "objective": float(result.fun), "n_iter": int(result.nit),
+                "converged": result.converged, "message": result.message, "history": list(result.history),
+                "dims": dims, "reduced_set": reduced, "terms": objective(result.theta)[2]}
+
+    def _feedforward_dims(self, n_features, n_outputs):
+        s1, s2 = self._components
+        nh1, nh2, nh3 = self.hidden_units
+        return (n_features, nh1, nh2, nh3, s1, s2, n_outputs)
+
+    def _fit_feedforward_once(self, X, Y, rng):
+        dims = self._feedforward_dims(X.shape[1], Y.shape[1])
+        options = self._primal_options()
+        theta0 = _deep_primal.initial_feedforward(dims, self.toeplitz, rng)
+
+        def fun(theta):
+            f, grad, _ = _deep_primal.feedforward_objective(
+                theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
+                options["objective"], self.toeplitz,
+            )
+            return f, grad
+
+        result = _deep_primal.minimize_objective(fun, theta0, n_eigen=dims[4] + dims[5], max_iter=self.max_iter,
+                                                 tol=self.tol, verbose=self.verbose)
+        terms = _deep_primal.feedforward_objective(
+            result.theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
+            options["objective"], self.toeplitz,
+        )[2]
+        return {"theta": result.theta, "objective": float(result.fun), "n_iter": int(result.nit),
+                "converged": result.converged, "message": result.message, "history": list(result.history),
+                "dims": dims, "terms": terms}
+
+    def _primal_forward(self, X, result):
+        """(Yhat, E1, E2) of the model of one primal fit at the rows of X (eqs. 5.4, 5.6)."""
+        if self.method == "reduced_set":
+            name, gamma, degree, coef0 = self._kernels[0]
+            K1 = kernel_matrix(X, result["reduced_set"], kernel=name, gamma=gamma, degree=degree, coef0=coef0,
+                               n_threads=self.n_threads)
+            return _core.deep_reduced_set_forward(result["theta"], K1, result["dims"], self._kernels[1],
+                                                  self._kernels[2], tuple(map(float, self.etas)), self.n_threads)
+        return _deep_primal.feedforward_forward(result["theta"], X, result["dims"], self.toeplitz)
+
+    def _primal_outputs(self, X, result):
+        return self._primal_forward(X, result)[0]
+
+    def _store_primal(self, best, X):
+        self._primal = best
+        theta = best["theta"]
+        self.objective_ = best["objective"]
+        self.objective_history_ = best["history"]
+        self.n_iter_ = best["n_iter"]
+        self.terms_ = np.asarray(best["terms"])
+        if self.method == "reduced_set":
+            M, s1, s2, p = best["dims"]
+            blocks = np.split(theta, np.cumsum([M * s1, M * s2, M * p, p, s1]))
+            self.H_ = [blocks[0].reshape(M, s1), blocks[1].reshape(M, s2), blocks[2].reshape(M, p)]
+            self.intercept_, l1, l2 = blocks[3], blocks[4], blocks[5]
+            self.reduced_set_ = best["reduced_set"]
+        else:
+            d, nh1, nh2, nh3, s1, s2, p = best["dims"]
+            l1, l2 = theta[-(s1 + s2):-s2], theta[-s2:]
+            self.intercept_ = theta[-(p + s1 + s2):-(s1 + s2)]
+            Yhat, E1, E2 = _deep_primal.feedforward_forward(theta, X, best["dims"], self.toeplitz)
+            self.H_ = [E1 / l1, E2 / l2, (self._training_targets - Yhat) / self.lam]
+        self.eigenvalues_ = [l1, l2]
+
+    # ------------------------------------------------------------------ prediction
+
+    def _outputs(self, X):
+        check_is_fitted(self, "H_")
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        if self.method != "levelwise":
+            return self._primal_outputs(X, self._primal)
+        eta1, eta2, eta3 = map(float, self.etas)
+        name, gamma, degree, coef0 = self._kernels[0]
+        H1, H2, H3 = self.H_
+        E1 = kernel_product(X, self.X_fit_, H1, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
+                            n_threads=self.n_threads) / eta1
+        if self.architecture == "lssvm_kpca_kpca":
+            return E1 + self.intercept_  # eq. 4.16
+        # Eq. 4.9 with linear levels 2-3: e2 = (1/eta2) H2^T H1 Lambda1^-1 e1, yhat = (1/eta3) H3^T H2 Lambda2^-1 e2 + b.
+        l1, l2 = (_pseudo_inverse(w) for w in self.eigenvalues_)
+        E2 = (E1 * l1) @ (H1.T @ H2) / eta2
+        return (E2 * l2) @ (H2.T @ H3) / eta3 + self.intercept_
+
+    def _labels(self, outputs):
+        scores = class_scores(outputs, self.codes_, self.coding)
+        indices = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[indices]
+
+    def _is_classifier(self):
+        return getattr(self, "task_", self.task) == "classification"
+
+    @available_if(_is_classifier)
+    def decision_function(self, X):
+        """Classification scores: the output (two classes; positive means ``classes_[1]``) or one score per
+        class, as LSSVMClassifier.decision_function."""
+        return class_scores(self._outputs(X), self.codes_, self.coding)
+
+    def predict(self, X):
+        """Predicted targets (regression) or class labels (classification) through all levels (eqs. 4.9,
+        4.16, 5.4, 5.6)."""
+        outputs = self._outputs(X)
+        if self.task_ == "classification":
+            return self._labels(outputs)
+        return outputs.ravel() if self._single_output else outputs
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (classification) or R^2 (regression) on (X, y)."""
+        predictions = self.predict(X)
+        if self.task_ == "classification":
+            return accuracy_score(y, predictions, sample_weight=sample_weight)
+        return r2_score(y, predictions, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # task="auto" decides at fit time; scikit-learn's tools see a classifier or regressor only when it is set.
+        if self.task == "classification":
+            tags.estimator_type, tags.classifier_tags = "classifier", ClassifierTags()
+        elif self.task == "regression":
+            tags.estimator_type, tags.regressor_tags = "regressor", RegressorTags()
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = self.task != "classification"
+        return tags
+
+
+def _pseudo_inverse(eigenvalues):
+    """1 / lambda for the non-zero eigenvalues, 0 for the zero ones (their components are zero columns)."""
+    safe = np.where(eigenvalues > 0, eigenvalues, 1.0)
+    return np.where(eigenvalues > 0, 1.0 / safe, 0.0)
+
+
+def _check_tuple(values, name, length, check_item):
+    """Validate a tuple of `length` items with check_item(value, name); returns it as a tuple."""
+    if not isinstance(values, (tuple, list)) or len(values) != length:
+        raise ValueError(f"{name}: must be a tuple of {length} values, got {values!r}")
+    return tuple(check_item(v, name) for v in values)
