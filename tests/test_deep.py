@@ -208,6 +208,22 @@ def test_strong_coupling_changes_the_solution():
     assert abs(H1 @ H2) < 1e-5 * np.linalg.norm(H1)
 
 
+def test_strong_coupling_alternates_between_two_states_and_warns():
+    X, y = _regression()
+    with pytest.warns(ConvergenceWarning, match="has not settled"):
+        strong = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=4).fit(X, y)
+    assert strong.pass_changes_.shape == (3,) and np.all(strong.pass_changes_ > 0.1)
+    odd = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=3, tol=10.0).fit(X, y)
+    first = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
+    _close(odd.predict(X), first.predict(X), 1e-5)  # the state of pass 1 returns at passes 3, 5, ...
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        weak = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e8, 1e8), n_passes=3).fit(X, y)
+    assert np.all(weak.pass_changes_ < 1e-6)
+    # A pass's forward L1 repeats the previous backward L1 (same H2): the same value, not a new solve.
+    assert strong.objective_history_[4] == strong.objective_history_[5]
+
+
 # ---------------------------------------------------------------- level-wise, eq. 4.11
 
 

@@ -183,12 +183,14 @@ def linear_lssvm_level(H2, eta3, lam, Y, fit_intercept):
 @dataclass
 class LevelwiseResult:
     """The unknowns after the last level step: H1, H2, H3 (N x p|s1, N x s2, N x s3|p), the bias, the
-    eigenvalues of the two kernel PCA levels, and (step, J_deep) after every level step."""
+    eigenvalues of the two kernel PCA levels, (step, J_deep) after every level step, and the largest relative
+    change of H1, H2, H3 over each pass after the first."""
 
     H: list
     intercept: np.ndarray
     eigenvalues: dict
     history: list = field(default_factory=list)
+    pass_changes: list = field(default_factory=list)
 
 
 def _kpca_terms(H_in, H_out, eta, eigenvalues):
@@ -209,7 +211,6 @@ def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
     s2, s3 = n_components
     level1 = FusedLSSVMLevel(K, eta1, lam, Y, fit_intercept)
     state = {"H2": H2, "H3": H3, "l2": np.zeros(s2), "l3": np.zeros(s3)}
-    history = []
 
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
@@ -228,15 +229,10 @@ def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
         state["H3"] = state["H2"][:, :s3].copy()
         state["l3"] = np.sum(state["H3"] ** 2, axis=0) / eta3
 
-    steps = {"L1": step_1, "L2": step_2, "L3": step_3}
-    for _ in range(n_passes):
-        for name in _pass_steps(phases):
-            steps[name]()
-            history.append((name, float(objective())))
-            if callback is not None:
-                callback(name, history[-1][1])
+    history, changes = _run_passes({"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases,
+                                   callback)
     return LevelwiseResult([state["H1"], state["H2"], state["H3"]], state["b"],
-                           {"level2": state["l2"], "level3": state["l3"]}, history)
+                           {"level2": state["l2"], "level3": state["l3"]}, history, changes)
 
 
 def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, rng, n_threads,
@@ -249,7 +245,6 @@ def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
     fused = np.empty_like(K)
     state = {"H1": rng.standard_normal((N, s1)), "H2": H2, "H3": H3, "b": np.zeros(Y.shape[1]),
              "l1": np.zeros(s1), "l2": np.zeros(s2)}
-    history = []
 
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
@@ -271,17 +266,35 @@ def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
     def step_3():
         state["H3"], state["b"] = linear_lssvm_level(state["H2"], eta3, lam, Y, fit_intercept)
 
-    steps = {"L1": step_1, "L2": step_2, "L3": step_3}
+    history, changes = _run_passes({"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases,
+                                   callback)
+    return LevelwiseResult([state["H1"], state["H2"], state["H3"]], state["b"],
+                           {"level1": state["l1"], "level2": state["l2"]}, history, changes)
+
+
+def _run_passes(steps, state, objective, n_passes, phases, callback):
+    """Run the level steps of n_passes passes (eq. 5.1: forward L1, L2, L3, then backward L2, L1).
+
+    Returns [(step, J_deep after it)] and, for each pass after the first, the largest relative change of the
+    unknowns H1, H2, H3 over that pass. A pass's forward L1 repeats the previous backward L1 on the same H2:
+    its result is reused rather than solved again.
+    """
+    order = ("L1", "L2", "L3", "L2", "L1") if phases == "forward_backward" else ("L1", "L2", "L3")
+    history, changes, previous = [], [], None
     for _ in range(n_passes):
-        for name in _pass_steps(phases):
-            steps[name]()
+        for name in order:
+            if not (history and history[-1][0] == name):
+                steps[name]()
             history.append((name, float(objective())))
             if callback is not None:
                 callback(name, history[-1][1])
-    return LevelwiseResult([state["H1"], state["H2"], state["H3"]], state["b"],
-                           {"level1": state["l1"], "level2": state["l2"]}, history)
+        current = [state[key].copy() for key in ("H1", "H2", "H3")]
+        if previous is not None:
+            changes.append(max(_relative_change(new, old) for new, old in zip(current, previous)))
+        previous = current
+    return history, changes
 
 
-def _pass_steps(phases):
-    """The level steps of one pass (eq. 5.1): forward L1, L2, L3, then backward L2, L1."""
-    return ("L1", "L2", "L3", "L2", "L1") if phases == "forward_backward" else ("L1", "L2", "L3")
+def _relative_change(new, old):
+    scale = np.linalg.norm(old)
+    return float(np.linalg.norm(new - old) / scale) if scale > 0 else float(np.linalg.norm(new) > 0)

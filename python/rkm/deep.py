@@ -119,7 +119,8 @@ class DeepRKM(BaseEstimator):
     max_iter : int, default=400
         Primal methods: L-BFGS iterations per initialization.
     tol : float, default=1e-6
-        Primal methods: L-BFGS gradient tolerance.
+        Primal methods: L-BFGS gradient tolerance. Level-wise: a ConvergenceWarning is raised when the last
+        pass changes the hidden features by more than tol (relative).
     n_threads : int or None, default=None
         Threads for the core and BLAS (None: all; -1: all cores).
     random_state : int, RandomState or None
@@ -130,7 +131,8 @@ class DeepRKM(BaseEstimator):
     Attributes
     ----------
     H_ : list of three ndarrays
-        Per-level hidden features. "levelwise": H1, H2, H3 at the training points (N rows). "reduced_set": the
+        Per-level hidden features. "levelwise": H1, H2, H3 at the training points (N rows); for classification
+        H1 solves the regression system on the +-1 codes (LSSVMClassifier's dual_coef_, not its H_). "reduced_set": the
         reduced-set hidden features H~1, H~2, H~3 (M rows). "feedforward": Lambda1^-1 e1, Lambda2^-1 e2 and
         e3 / lam at the training points (the stationarity conditions of the kernel PCA and LS-SVM levels).
     intercept_ : ndarray of shape (n_outputs,)
@@ -145,6 +147,10 @@ class DeepRKM(BaseEstimator):
         objective after each level step (levelwise) or each L-BFGS iteration (primal, selected init).
     n_iter_ : int
         Passes (levelwise) or L-BFGS iterations of the selected initialization.
+    pass_changes_ : ndarray of shape (n_passes - 1,)
+        "levelwise": the largest relative change of H1, H2, H3 over each pass after the first. The level-wise
+        iteration need not converge: with large 1/eta2 and s2 = p, each level-1 step makes H1 orthogonal to
+        the previous H1, and the unknowns alternate between two states from pass to pass.
     init_results_ : list of dict
         Primal methods: per initialization, its objective, iterations, validation score and status.
     reduced_set_ : ndarray of shape (n_reduced, n_features)
@@ -408,7 +414,17 @@ class DeepRKM(BaseEstimator):
         self.objective_ = self.objective_history_[-1]
         self.n_iter_ = self.n_passes
         self.n_effective_components_ = tuple(int(np.count_nonzero(w)) for w in self.eigenvalues_)
+        self.pass_changes_ = np.asarray(result.pass_changes)
         self.X_fit_ = X
+        if self.pass_changes_.size and self.pass_changes_[-1] > self.tol:
+            warnings.warn(
+                f"DeepRKM: the level-wise iteration has not settled: the last pass changed the hidden features by "
+                f"{self.pass_changes_[-1]:.2g} (relative) > tol = {self.tol:g}, so the result depends on n_passes. "
+                "Strong coupling (large 1/eta2, 1/eta3) with s2 equal to the outputs' width often alternates "
+                "between two states from pass to pass; see pass_changes_",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def _report_step(self, step, value):
         self._say(f"{step}: J_deep = {value:.6g}")
