@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from rkm import DeepRKM, LSSVMClassifier, LSSVMRegressor, _core, _deep_primal, _levelwise, reference
 from rkm.deep import DivergenceError
-from rkm.kernels import kernel_matrix
+from rkm.kernels import RBF, kernel_matrix
 
 KERNELS = {"rbf": ("rbf", 0.4, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0), "poly": ("poly", 0.3, 3.0, 1.0)}
 
@@ -340,6 +340,20 @@ def test_task_auto_and_multioutput_regression():
     assert not hasattr(model, "decision_function")
     labels = DeepRKM(n_passes=1).fit(X, (Y[:, 0] > 0).astype(int))
     assert labels.task_ == "classification" and set(labels.predict(X)) <= {0, 1}
+
+
+def test_kernel_objects_and_per_level_kernels():
+    X, y = _regression()
+    by_object = DeepRKM(kernel=RBF.from_sigma(2.0), lam=0.01, n_passes=1).fit(X, y)
+    by_gamma = DeepRKM(gamma=0.25, lam=0.01, n_passes=1).fit(X, y)
+    _close(by_object.predict(X), by_gamma.predict(X), 1e-12)
+    model = DeepRKM("kpca_kpca_lssvm", method="reduced_set", kernel=("rbf", "poly", "linear"), gamma=(0.5, 0.3, None),
+                    n_reduced=8, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    assert [spec[0] for spec in model._kernels] == ["rbf", "poly", "linear"]
+    assert model.predict(X).shape == y.shape
 
 
 @pytest.mark.parametrize("params, message", [

@@ -43,7 +43,7 @@ from rkm._base import (
     class_scores,
     thread_count,
 )
-from rkm.kernels import canonical_kernel_name, kernel_matrix, kernel_product, resolve_gamma
+from rkm.kernels import kernel_matrix, kernel_product, kernel_spec
 
 ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
 METHODS = ("levelwise", "reduced_set", "feedforward")
@@ -69,7 +69,7 @@ class DeepRKM(BaseEstimator):
     n_components : int or tuple of two ints, default=(1, 1)
         The kernel PCA levels' numbers of components in level order: (s2, s3) for "lssvm_kpca_kpca",
         (s1, s2) for "kpca_kpca_lssvm"; an int is the same number for both.
-    kernel : str or tuple of three str, default="rbf"
+    kernel : str, rkm.kernels.Kernel or tuple of three of them, default="rbf"
         Level 1's kernel (the data level) for method="levelwise", whose levels 2-3 are linear (eqs. 4.11,
         4.18); for method="reduced_set", one kernel for all three levels or one per level (levels 2-3:
         "rbf", "linear" or "poly"). Unused by method="feedforward".
@@ -301,18 +301,18 @@ class DeepRKM(BaseEstimator):
         if len(gammas) != 3:
             raise ValueError(f"gamma: a number, None or one per level (3), got {self.gamma!r}")
         if names is None:
-            first = canonical_kernel_name(self.kernel)
-            names = (first, "linear", "linear") if self.method == "levelwise" else (first, first, first)
-        names = tuple(canonical_kernel_name(n) for n in names)
+            names = (self.kernel, "linear", "linear") if self.method == "levelwise" else (self.kernel,) * 3
         widths = self._level_input_widths(n_features, n_outputs)
-        if self.method == "levelwise" and names[1:] != ("linear", "linear"):
+        specs = [kernel_spec(kernel, gamma, self.degree, self.coef0, width)
+                 for kernel, gamma, width in zip(names, gammas, widths)]
+        level_names = tuple(spec[0] for spec in specs)
+        if self.method == "levelwise" and level_names[1:] != ("linear", "linear"):
             raise ValueError(f"kernel: method='levelwise' needs linear kernels in levels 2 and 3 (eqs. 4.11, "
-                             f"4.18), got {names}")
-        if self.method == "reduced_set" and not set(names[1:]) <= set(SMOOTH_KERNELS):
+                             f"4.18), got {level_names}")
+        if self.method == "reduced_set" and not set(level_names[1:]) <= set(SMOOTH_KERNELS):
             raise ValueError(f"kernel: method='reduced_set' needs differentiable kernels in levels 2-3 "
-                             f"{SMOOTH_KERNELS}, got {names[1:]}")
-        return [(name, resolve_gamma(name, g, width), float(self.degree), float(self.coef0))
-                for name, g, width in zip(names, gammas, widths)]
+                             f"{SMOOTH_KERNELS}, got {level_names[1:]}")
+        return specs
 
     def _level_input_widths(self, n_features, n_outputs):
         first, second = self._components
