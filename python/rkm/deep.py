@@ -166,7 +166,9 @@ class DeepRKM(BaseEstimator):
     - level-wise: eigenvectors have unit norm and the sign that makes their largest entry positive; L3 of eq.
       4.18 is a multiple of the projector onto span(H2), solved by H3 = H2[:, :s3]; eq. 4.11's level 1 is
       uncentred, as printed; classification trains level 1 on +-1 codes (eq. 3.22) and predicts the code with
-      the largest output.
+      the largest output. Eigenvalues below 1e-12 of the largest give zero columns (the fused levels have rank
+      at most the width of their inputs); tied eigenvalues (within 1e-8) take the basis that follows the order
+      of the level's input columns (in eq. 4.11's first pass, level 2 is then H1[:, :s2]).
     - eq. 4.9 out of sample: e1(x) = (1/eta1) sum_j h1_j K1(x_j, x), then linear levels 2-3 on Lambda^-1 e; on
       training points this differs from the coupled solution's h, since the coupling terms of eq. 4.10 are
       absent out of sample.
