@@ -213,6 +213,14 @@ def case_dual(X, y, n_threads, library, check=False, **_):
     return result
 
 
+def _measured_fit(model, X, y):
+    """Fit the model: its time, the process's peak memory right after the fit, and its test MSE."""
+    began = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - began
+    return {"seconds": seconds, "peak_bytes": _peak(), "test_mse": _test_mse(model, X.dtype)}
+
+
 def case_primal(X, y, n_threads, landmarks, **_):
     """A Nyström primal fit: time, peak memory, test MSE."""
     from rkm.features import Nystroem
@@ -225,27 +233,13 @@ def case_primal(X, y, n_threads, landmarks, **_):
         n_threads=n_threads,
     )
     model = _regressor(n_threads, solver="primal", feature_map=feature_map)
-    began = time.perf_counter()
-    model.fit(X, y)
-    seconds = time.perf_counter() - began
-    return {
-        "seconds": seconds,
-        "peak_bytes": _peak(),
-        "test_mse": _test_mse(model, X.dtype),
-    }
+    return _measured_fit(model, X, y)
 
 
 def case_exact(X, y, n_threads, **_):
     """An exact dual fit: time, peak memory, test MSE."""
     model = _regressor(n_threads, solver="cholesky")
-    began = time.perf_counter()
-    model.fit(X, y)
-    seconds = time.perf_counter() - began
-    return {
-        "seconds": seconds,
-        "peak_bytes": _peak(),
-        "test_mse": _test_mse(model, X.dtype),
-    }
+    return _measured_fit(model, X, y)
 
 
 def _relative_residual(X, y, model, n_threads):
@@ -271,18 +265,13 @@ def case_cg(X, y, n_threads, storage, tol, **_):
         preconditioner="nystrom",
         random_state=0,
     )
-    began = time.perf_counter()
-    model.fit(X, y)
-    seconds = time.perf_counter() - began
-    peak = _peak()
-    return {
-        "seconds": seconds,
-        "peak_bytes": peak,
-        "iterations": int(model.n_iter_),
-        "solver_residual": float(np.max(model.cg_residuals_)),
-        "residual": _relative_residual(X, y, model, n_threads),
-        "test_mse": _test_mse(model, X.dtype),
-    }
+    result = _measured_fit(model, X, y)
+    result.update(
+        iterations=int(model.n_iter_),
+        solver_residual=float(np.max(model.cg_residuals_)),
+        residual=_relative_residual(X, y, model, n_threads),
+    )
+    return result
 
 
 def case_loo(X, y, n_threads, **_):
