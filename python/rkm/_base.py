@@ -46,6 +46,13 @@ def check_positive(value, name, *, allow_none=False):
     return float(value)
 
 
+def check_nonnegative(value, name):
+    """Validate a finite real number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name}: must be a non-negative finite number, got {value!r}")
+    return float(value)
+
+
 def check_choices(params):
     """Validate (name, value, allowed) triples: each value must be one of its allowed ones."""
     for name, value, allowed in params:

@@ -56,7 +56,7 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from rkm._base import check_choices, check_int, check_positive
+from rkm._base import check_choices, check_int, check_nonnegative, check_positive
 
 OBJECTIVES = ("full", "level3")
 
@@ -283,12 +283,6 @@ def _check_activation(activation):
     return ACTIVATIONS[activation]
 
 
-def _check_nonnegative(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name}: must be a non-negative finite number, got {value!r}")
-    return float(value)
-
-
 def _check_etas(etas):
     if isinstance(etas, (str, bytes)) or not hasattr(etas, "__len__") or len(etas) != 3:
         raise ValueError(f"etas: must be a sequence of 3 positive numbers (eta1, eta2, eta3), got {etas!r}")
@@ -384,7 +378,7 @@ def feedforward_objective(
     Y = _check_rows(Y, "Y", dims.p, n_rows=X.shape[0])
     etas = _check_etas(etas)
     lam3 = check_positive(lam3, "lam3")
-    c_stab, c0 = _check_nonnegative(c_stab, "c_stab"), _check_nonnegative(c0, "c0")
+    c_stab, c0 = check_nonnegative(c_stab, "c_stab"), check_nonnegative(c0, "c0")
     check_choices([("objective", objective, OBJECTIVES)])
     activation = _check_activation(activation)
 

@@ -81,6 +81,7 @@ from rkm._base import (
     check_matrix,
     check_memory,
     check_n_threads,
+    check_nonnegative,
     check_positive,
     thread_count,
 )
@@ -461,8 +462,7 @@ def pivoted_cholesky(X, kernel, gamma, degree, coef0, rank, tol=0.0, n_threads=N
     n_samples = X.shape[0]
     if not _is_int(rank) or not 1 <= rank <= n_samples:
         raise ValueError(f"rank: must be an int in [1, n_samples = {n_samples}], got {rank!r}")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 <= tol < np.inf):
-        raise ValueError(f"tol: must be a non-negative finite number, got {tol!r}")
+    tol = check_nonnegative(tol, "tol")
     n_threads = check_n_threads(n_threads)
     spec = kernel_spec(kernel, gamma, degree, coef0, X.shape[1])
     check_fits_in_memory((rank, n_samples), np.float64, "rank")

@@ -30,7 +30,6 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rkm import _core, _deep_primal, _levelwise
-from rkm._deep_primal import DivergenceError
 from rkm._base import (
     CODINGS,
     blas_threads,
@@ -38,11 +37,13 @@ from rkm._base import (
     check_int,
     check_memory,
     check_n_threads,
+    check_nonnegative,
     check_positive,
     class_codes,
     class_scores,
     thread_count,
 )
+from rkm._deep_primal import DivergenceError
 from rkm.kernels import kernel_matrix, kernel_product, kernel_spec
 
 ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
@@ -266,10 +267,8 @@ class DeepRKM(BaseEstimator):
         components = (self.n_components,) * 2 if isinstance(self.n_components, numbers.Integral) else self.n_components
         self._components = _check_tuple(components, "n_components", 2, lambda v, name: check_int(v, name))
         self._check_component_limits(n_samples)
-        for name in ("c_stab", "c0"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name}: must be a non-negative finite number, got {value!r}")
+        check_nonnegative(self.c_stab, "c_stab")
+        check_nonnegative(self.c0, "c0")
         for name in ("n_passes", "n_init", "max_iter", "n_reduced"):
             check_int(getattr(self, name), name)
         if self.method == "reduced_set" and self.n_reduced > n_samples:
@@ -562,7 +561,7 @@ class DeepRKM(BaseEstimator):
             self.intercept_, l1, l2 = blocks[3], blocks[4], blocks[5]
             self.reduced_set_ = best["reduced_set"]
         else:
-            d, nh1, nh2, nh3, s1, s2, p = best["dims"]
+            *_, s1, s2, p = best["dims"]
             l1, l2 = theta[-(s1 + s2):-s2], theta[-s2:]
             self.intercept_ = theta[-(p + s1 + s2):-(s1 + s2)]
             Yhat, E1, E2 = _deep_primal.feedforward_forward(theta, X, best["dims"], self.toeplitz)
