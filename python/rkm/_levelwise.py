@@ -248,7 +248,7 @@ def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
 
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
-        level1 = -0.5 * np.sum(H1 * (K @ H1)) + 0.5 * np.sum(state["l1"] * np.sum(H1**2, axis=0))
+        level1 = -0.5 * np.sum(H1 * state["K1_H1"]) + 0.5 * np.sum(state["l1"] * np.sum(H1**2, axis=0))
         kernel_part = np.sum((H2.T @ H3) ** 2) / eta3
         return level1 + _kpca_terms(H1, H2, eta2, state["l2"]) + _regression_terms(Y, H3, kernel_part, lam)
 
@@ -258,6 +258,8 @@ def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
             fused[...] += state["H2"] @ state["H2"].T / eta2
         # Warm start from the previous pass's vectors (the random block on the first).
         state["l1"], state["H1"] = top_eigenpairs(fused, s1, state["H1"], n_threads)
+        # (1/eta1) K1 H1 for the objective, once per level-1 step rather than after every step.
+        state["K1_H1"] = K @ state["H1"]
 
     def step_2():
         B = np.column_stack([state["H1"] / np.sqrt(eta2), state["H3"] / np.sqrt(eta3)])
