@@ -5,10 +5,11 @@ from rkm._openmp import passive_wait_policy
 with passive_wait_policy():
     from rkm import _core
 
-from rkm import features
+from rkm import features, stiefel
 from rkm._config import show_config
 from rkm.kernel_svd import KernelSVD
 from rkm.kpca import KernelPCA
+from rkm.constr_drkm import ConstrainedDeepRKM
 from rkm.deep import DeepRKM
 from rkm.lssvm import LSSVMClassifier, LSSVMRegressor
 from rkm.pmf import KernelPMF
@@ -20,9 +21,11 @@ __all__ = [
     "LSSVMRegressor",
     "LSSVMClassifier",
     "DeepRKM",
+    "ConstrainedDeepRKM",
     "KernelSVD",
     "KernelPMF",
     "features",
+    "stiefel",
     "show_config",
     "__version__",
 ]

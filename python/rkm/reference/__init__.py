@@ -10,8 +10,9 @@ Its modules mirror the core's (``cpp/core``): :mod:`~rkm.reference.kernels`
 (kernel matrices, products and gradients), :mod:`~rkm.reference.center`,
 :mod:`~rkm.reference.eigs`, :mod:`~rkm.reference.products`,
 :mod:`~rkm.reference.features` (random Fourier features) and
-:mod:`~rkm.reference.lssvm` (the LS-SVM dual system) and :mod:`~rkm.reference.deep` (the deep RKM's
-reduced-set objective and level-wise solvers); every public
+:mod:`~rkm.reference.lssvm` (the LS-SVM dual system), :mod:`~rkm.reference.deep` (the deep RKM's
+reduced-set objective and level-wise solvers), :mod:`~rkm.reference.stiefel` (optimization on the Stiefel
+manifold) and :mod:`~rkm.reference.constr_drkm` (the constrained deep RKM's objective); every public
 function is importable from the package itself.
 
 Conventions shared with the core
@@ -38,6 +39,11 @@ large inputs (e.g. ``X @ X.T`` for X of shape (20000, 256), float64).
 """
 
 from rkm.reference.center import center_kernel, center_kernel_rows
+from rkm.reference.constr_drkm import (
+    ConstrainedDeepObjective,
+    constr_drkm_objective,
+    levelwise_init,
+)
 from rkm.reference.deep import (
     deep_levelwise_kpca_kpca_lssvm,
     deep_levelwise_lssvm_kpca_kpca,
@@ -49,6 +55,7 @@ from rkm.reference.features import fourier_features
 from rkm.reference.kernels import kernel_gradient, kernel_matrix, kernel_product
 from rkm.reference.lssvm import lssvm_dual_fit, lssvm_dual_fit_mixed, lssvm_dual_solve
 from rkm.reference.products import block_product, transposed_product
+from rkm.reference.stiefel import polar_orthonormalize, stiefel_minimize
 
 __all__ = [
     "kernel_matrix",
@@ -70,4 +77,9 @@ __all__ = [
     "deep_reduced_set_forward",
     "deep_levelwise_lssvm_kpca_kpca",
     "deep_levelwise_kpca_kpca_lssvm",
+    "polar_orthonormalize",
+    "stiefel_minimize",
+    "constr_drkm_objective",
+    "ConstrainedDeepObjective",
+    "levelwise_init",
 ]

@@ -1,0 +1,347 @@
+"""rkm.ConstrainedDeepRKM (Constr-DRKM, Tonin, Patrinos & Suykens 2021): training, encoding, pre-images."""
+
+import warnings
+
+import numpy as np
+import pytest
+from rkm import KernelPCA, _core, reference, stiefel
+from rkm._constr_levels import bandwidth_objective, levelwise_init
+from rkm.constr_drkm import ConstrainedDeepRKM, _preimage
+from rkm.kernels import kernel_matrix
+from sklearn.base import clone
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+
+def _data(n=60, seed=0):
+    """Two noisy arcs in the plane: kernel spectra with clear gaps."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, np.pi, n)
+    side = np.arange(n) % 2
+    X = np.column_stack([np.cos(t) + side, np.sin(t) * (1 - 2 * side) + 0.5 * side])
+    return X + 0.05 * rng.normal(size=X.shape)
+
+
+def _close(actual, expected, rtol):
+    """Entrywise agreement with a tolerance tied to the largest value."""
+    actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=rtol * max(1.0, np.abs(expected).max()))
+
+
+def _sin_angle(A, B):
+    """Sine of the largest principal angle between the column spans of orthonormal A and B."""
+    return float(np.linalg.norm(A - B @ (B.T @ A), 2))
+
+
+def _fit(model, X):
+    """Fit, failing on a ConvergenceWarning (the solves here must meet their tolerance)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return model.fit(X)
+
+
+def _start_only(model, X):
+    """The model at its starting point (no iteration), for tests of encoding on a known H."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.set_params(max_iter=0).fit(X)
+
+
+# ---------------------------------------------------------------------- one level is kernel PCA
+
+
+def test_one_level_is_kernel_pca():
+    X = _data()
+    model = _fit(ConstrainedDeepRKM(3, gamma=0.8, eta=2.0, center=True, solver="pg_anderson", tol=1e-10,
+                                    random_state=0), X)
+    kpca = KernelPCA(3, gamma=0.8, eta=2.0).fit(X)
+    assert _sin_angle(model.H_[0], kpca.H_) < 1e-8
+    _close(model.H_[0], kpca.H_, 1e-8)  # the canonical rotation and signs are KernelPCA's
+    _close(model.eigenvalues_[0], kpca.eigenvalues_, 1e-10)
+    assert model.objective_ == pytest.approx(-kpca.eigenvalues_.sum() / 2, rel=1e-12)
+    X_new = _data(20, seed=1)
+    _close(model.transform(X_new), kpca.transform(X_new), 1e-8)
+    _close(model.denoise(X_new), kpca.denoise(X_new), 1e-8)
+    assert model.feasibility_ < 1e-12
+
+
+def test_large_eta_decouples_level_one():
+    """With eta_2 huge the second level's term vanishes: level 1 is kernel PCA of the inputs."""
+    X = _data()
+    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), eta=(1.0, 1e8), solver="pg_anderson", tol=1e-8,
+                                    random_state=0), X)
+    kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
+    assert _sin_angle(model.H_[0], kpca.H_) < 1e-5
+
+
+def test_linear_second_level_contributes_nothing():
+    """Uncentred linear level 2: Tr(H_2^T H_1 H_1^T H_2) = ||H_1^T H_2||^2 = 0 on the constraint set."""
+    X = _data()
+    model = _fit(ConstrainedDeepRKM((2, 1), kernel=("rbf", "linear"), gamma=0.8, solver="pg_anderson", tol=1e-10,
+                                    random_state=0), X)
+    assert abs(model.level_objectives_[1]) < 1e-12 * abs(model.objective_)
+    kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
+    assert _sin_angle(model.H_[0], kpca.H_) < 1e-6
+
+
+def test_levelwise_start_is_feasible_and_seed_free():
+    X = _data()
+    models = [_start_only(ConstrainedDeepRKM((2, 2), gamma=(0.8, None), init="levelwise", random_state=seed), X)
+              for seed in (0, 1)]
+    np.testing.assert_array_equal(np.hstack(models[0].H_), np.hstack(models[1].H_))
+    assert models[0].feasibility_ < 1e-12
+    kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
+    assert _sin_angle(models[0].H_[0], kpca.H_) < 1e-10
+
+
+# ---------------------------------------------------------------------- solvers
+
+
+# (options, max_iter, relative agreement of the objective). Cayley Adam's constant learning rate leaves it
+# oscillating near the optimum (grad_norm ~0.3 after 5000 iterations here), so it is held to the descent it makes.
+SOLVER_SETTINGS = {
+    "pg": (None, 2000, 1e-9),
+    "pg_anderson": (None, 2000, 1e-9),
+    "cayley_bb": (None, 2000, 1e-9),
+    "penalty": (None, 1000, 1e-6),
+    "cayley_adam": ({"lr": 1e-2}, 5000, 5e-2),
+}
+
+
+@pytest.fixture(scope="module")
+def solver_problem():
+    X = _data(80, seed=2)
+    H0 = stiefel.random_point(80, 5, random_state=3)
+    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, solver="pg_anderson", tol=1e-9)
+    return X, H0, _fit(model, X).objective_
+
+
+@pytest.mark.parametrize("solver", list(SOLVER_SETTINGS))
+def test_every_solver_reaches_the_same_objective(solver, solver_problem):
+    X, H0, expected = solver_problem
+    options, max_iter, rtol = SOLVER_SETTINGS[solver]
+    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, solver=solver, tol=1e-7,
+                               max_iter=max_iter, solver_options=options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # judged by the objective reached, below
+        model.fit(X)
+    assert model.objective_ == pytest.approx(expected, rel=rtol)
+    assert model.feasibility_ <= 1e-10
+    assert model.solver_result_.method == solver
+
+
+def test_learned_bandwidths_lower_the_objective():
+    X = _data()
+    fixed = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.2, None), center=True, solver="pg_anderson", tol=1e-8,
+                                    random_state=0), X)
+    learned = _fit(clone(fixed).set_params(learn_gamma=True), X)
+    assert learned.objective_ < fixed.objective_ - 1e-6 * abs(fixed.objective_)
+    assert learned.gamma_ != fixed.gamma_
+    assert learned.feasibility_ < 1e-12
+
+
+# ---------------------------------------------------------------------- encoding
+
+
+def test_transform_reproduces_the_training_features():
+    """Out of sample (eqs. 4-5) on the training points: at the level-wise start H_1 spans an invariant subspace of
+    K_1, so level 1 returns H_1 itself; every level's encoding projects onto its training features as I."""
+    X = _data()
+    model = _start_only(ConstrainedDeepRKM((2, 2), gamma=(0.8, None), init="levelwise"), X)
+    T = model.transform(X)
+    assert T.shape == (60, 4)
+    _close(T[:, :2], model.H_[0], 1e-10)
+    _close(model.H_[1].T @ T[:, 2:], np.eye(2), 1e-10)
+
+
+def test_transform_of_a_trained_model():
+    X = _data()
+    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), solver="pg_anderson", tol=1e-9, random_state=0), X)
+    T = model.transform(X)
+    _close(model.H_[0].T @ T[:, :2], np.eye(2), 1e-10)
+    assert model.transform(X[:7]).shape == (7, 3)
+    _close(model.transform(X[:7]), T[:7], 1e-12)  # row by row
+    literal = model.set_params(lam=2.0).transform(X)  # the printed 1/(lam eta) of eq. 4
+    _close(literal[:, :2], T[:, :2] * model.eigenvalues_[0] / 2.0, 1e-10)
+    H = np.hstack(model.H_)
+    _close(H.T @ H, np.eye(3), 1e-12)
+    assert np.all(np.diff(model.eigenvalues_[0]) <= 0)
+
+
+# ---------------------------------------------------------------------- pre-images
+
+
+@pytest.fixture(scope="module")
+def deep_model():
+    X = _data()
+    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(4.0, None), solver="pg_anderson", tol=1e-9, random_state=0), X)
+    return X, model
+
+
+def test_denoise_single_component_does_not_depend_on_the_scaling(deep_model):
+    """One column kept: beta is a multiple of that column, and the fixed point does not depend on the multiple."""
+    X, model = deep_model
+    for components in (((0,), ()), ((), (0,))):
+        expansion = model.denoise(X, components=components)
+        _close(model.denoise(X, components=components, path="kpca"), expansion, 1e-9)
+        assert expansion.shape == X.shape and np.all(np.isfinite(expansion))
+
+
+def test_denoise_paths(deep_model):
+    X, model = deep_model
+    for path in ("expansion", "kpca", "chained"):
+        out = model.denoise(X, path=path)
+        assert out.shape == X.shape and np.all(np.isfinite(out))
+    # chained on level 1 alone is the expansion of level 1
+    _close(model.denoise(X, components=((0, 1), ()), path="chained"),
+           model.denoise(X, components=((0, 1), ())), 1e-12)
+    with pytest.raises(ValueError, match="^components: preimage path 'chained'"):
+        model.denoise(X, components=((0,), (0,)), path="chained")
+    with pytest.raises(ValueError, match="^path:"):
+        model.denoise(X, path="bogus")
+
+
+def test_denoise_of_a_linear_level_one_is_pca():
+    """Linear centred level 1 (L = 1): the expansion's pre-image is the PCA reconstruction, in closed form."""
+    X = np.random.default_rng(4).normal(size=(40, 4)) @ np.diag([3.0, 2.0, 1.0, 0.5])
+    model = _fit(ConstrainedDeepRKM(2, kernel="linear", center=True, solver="pg_anderson", tol=1e-10,
+                                    random_state=0), X)
+    pca = PCA(2).fit(X)
+    _close(model.denoise(X), pca.inverse_transform(pca.transform(X)), 1e-8)
+    _close(model.inverse_transform(model.transform(X)), pca.inverse_transform(pca.transform(X)), 1e-8)
+
+
+@pytest.mark.parametrize("kernel", ["poly", "laplacian"])
+def test_gradient_preimage_lowers_the_residual(kernel):
+    """Kernels without a fixed point: L-BFGS on r(x) = k(x, x) - 2 beta^T k(X, x) from the start."""
+    rng = np.random.default_rng(5)
+    Y = rng.normal(size=(30, 3))
+    spec = (kernel, 0.3, 2.0, 1.0)
+    beta = rng.normal(size=(4, 30)) / 30
+    start = rng.normal(size=(4, 3))
+
+    def residual(Z):
+        K = kernel_matrix(Z, Y, kernel, gamma=0.3, degree=2.0, coef0=1.0)
+        own = np.diag(kernel_matrix(Z, Z, kernel, gamma=0.3, degree=2.0, coef0=1.0))
+        return own - 2 * np.sum(beta * K, axis=1)
+
+    found = _preimage(beta, Y, spec, start, 100, None)
+    assert np.all(residual(found) <= residual(start) + 1e-12)
+    assert residual(found).sum() < residual(start).sum() - 1e-3
+
+
+def test_denoise_with_a_poly_level_one():
+    X = _data()
+    model = _fit(ConstrainedDeepRKM((2, 1), kernel=("poly", "rbf"), degree=2, gamma=(0.5, None), center=True,
+                                    solver="pg_anderson", tol=1e-8, random_state=0), X)
+    out = model.denoise(X[:10])
+    assert out.shape == (10, 2) and np.all(np.isfinite(out))
+
+
+# ---------------------------------------------------------------------- bad input
+
+
+BAD_PARAMS = [
+    ({"n_components": (40, 30)}, "n_components: the levels' components sum to 70"),
+    ({"n_components": (2, 0)}, "n_components:"),
+    ({"n_components": (2, 1.5)}, "n_components:"),
+    ({"n_components": "two"}, "n_components:"),
+    ({"gamma": (0.5, 1.0, 2.0)}, "gamma: must be one value or a tuple of 2"),
+    ({"eta": 0.0}, "eta:"),
+    ({"eta": (1.0, -1.0)}, "eta:"),
+    ({"kernel": ("rbf", "cosine")}, "kernel: level 2"),
+    ({"kernel": "bogus"}, "kernel:"),
+    ({"learn_gamma": True, "kernel": ("rbf", "poly")}, "learn_gamma: .* level 2 is 'poly'"),
+    ({"learn_gamma": True, "kernel": "linear"}, "learn_gamma:"),
+    ({"solver": "newton"}, "solver:"),
+    ({"init": "zeros"}, "init:"),
+    ({"init": np.ones((60, 3))}, "init: the array has rank below 3"),
+    ({"init": np.ones((59, 3))}, "init: an array must have shape"),
+    ({"init": np.full((60, 3), np.nan)}, "init: the array contains NaN"),
+    ({"preimage_path": "direct"}, "preimage_path:"),
+    ({"tol": 0.0}, "tol:"),
+    ({"max_iter": -1}, "max_iter:"),
+    ({"lam": -1.0}, "lam:"),
+    ({"solver_options": [("lr", 1.0)]}, "solver_options:"),
+    ({"center": "yes"}, "center:"),
+]
+
+
+@pytest.mark.parametrize("params, message", BAD_PARAMS)
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        ConstrainedDeepRKM(**{"n_components": (2, 1), **params}).fit(_data())
+
+
+def test_bad_data_and_components(deep_model):
+    X, model = deep_model
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ConstrainedDeepRKM((2, 1)).fit(bad)
+    with pytest.raises(ValueError, match="^components: level 1 has components 0..1"):
+        model.denoise(X, components=((2,), ()))
+    with pytest.raises(ValueError, match="^components: must be None or one sequence"):
+        model.denoise(X, components=((0,),))
+    with pytest.raises(ValueError, match="^X: expected shape"):
+        model.inverse_transform(np.zeros((3, 2)))
+
+
+# ---------------------------------------------------------------------- scikit-learn contract
+
+
+@parametrize_with_checks([ConstrainedDeepRKM((2, 1), max_iter=50)])
+def test_sklearn_compatible_estimator(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 50 iterations on the checks' data
+        check(estimator)
+
+
+# ---------------------------------------------------------------------------------------- level numerics
+
+LEVEL_SPECS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian", 0.4, 3.0, 1.0),
+               "poly": ("poly", 0.5, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0)}
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("kernel", list(LEVEL_SPECS))
+def test_levelwise_init_matches_the_reference(kernel, center):
+    X = np.random.default_rng(5).normal(size=(60, 4))
+    K1 = kernel_matrix(X, kernel="rbf", gamma=0.3)
+    specs, sizes = [LEVEL_SPECS[kernel], LEVEL_SPECS["rbf"]], (3, 2, 2)
+    H = levelwise_init(K1, specs, sizes, center)
+    expected = reference.levelwise_init(K1, [(n, 1.0 if g is None else g, d, c) for n, g, d, c in specs], sizes,
+                                        (1.0, 1.0, 1.0), center)
+    assert np.linalg.norm(H.T @ H - np.eye(sum(sizes))) <= 1e-12
+    # Same subspaces level by level (eigenvector signs and ties may differ). A linear level 2 has
+    # Pi K_2 Pi = Pi C H_1 H_1^T C Pi, of rank below s_2 (0 uncentred): its eigenvectors are not unique.
+    unique = 1 if kernel == "linear" else len(sizes)
+    for block in np.split(np.arange(sum(sizes)), np.cumsum(sizes)[:-1])[:unique]:
+        assert _sin_angle(H[:, block], expected[:, block]) <= 1e-8
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("level1", ["rbf", "laplacian", "poly"])
+def test_bandwidth_objective_matches_the_core_and_central_differences(level1, center):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(25, 3))
+    specs = [(level1, 0.3, 2.0, 1.0)] + [LEVEL_SPECS[k] for k in ("rbf", "laplacian", "poly", "linear")]
+    sizes, etas = (3, 2, 2, 2, 1), (1.0, 0.8, 1.2, 0.9, 1.1)
+    H = np.linalg.qr(rng.normal(size=(25, sum(sizes))))[0]
+
+    def f_at(log_shift):
+        shifted = [(n, None if g is None else g * np.exp(t), d, c) for (n, g, d, c), t in zip(specs, log_shift)]
+        return bandwidth_objective(H, X, shifted, sizes, etas, center)[0]
+
+    f, gradient = bandwidth_objective(H, X, specs, sizes, etas, center)
+    K1 = kernel_matrix(X, kernel=level1, gamma=0.3, degree=2.0, coef0=1.0)
+    core_specs = [(n, 1.0 if g is None else g, d, c) for n, g, d, c in specs[1:]]
+    assert f == pytest.approx(_core.ConstrainedDeepObjective(K1, core_specs, sizes, etas, center).evaluate(H)[0],
+                              rel=1e-12)
+    # Learned bandwidths are those of rbf and laplacian only: poly and linear report 0.
+    learned = np.array([level1 != "poly", True, True, False, False])
+    assert np.all(gradient[~learned] == 0.0)
+    h = 1e-5
+    numeric = [(f_at(h * e) - f_at(-h * e)) / (2 * h) for e in np.eye(len(sizes))[learned]]
+    np.testing.assert_allclose(gradient[learned], numeric, rtol=1e-7, atol=1e-9 * abs(f))
