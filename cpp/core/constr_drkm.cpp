@@ -20,8 +20,9 @@ using Block = MatrixRef<double>;
 
 // Work is split into bands of rows of fixed size, never sized by the thread count: each band writes only its
 // own rows and its partial sums are added in band order, so results repeat bit for bit for any thread count.
-// Levels l >= 2 go through a band a tile of columns at a time; a tile's buffers (64 x 512 doubles, 256 KiB
-// each) stay in the L2 cache from the kernel values through the products that read them.
+// Laplacian and poly levels go through a band a tile of columns at a time (rbf levels: rbf_level below); a
+// tile's buffers (64 x 512 doubles, 256 KiB each) stay in the L2 cache from the kernel values through the
+// products that read them.
 constexpr Index kBandRows = 64;
 constexpr Index kTileColumns = 512;
 // Level 1 only streams K_1 through one product per band.
@@ -178,6 +179,11 @@ struct LanesOf<32> {
 template <int VectorBytes>
 using Lanes = typename LanesOf<VectorBytes>::type;
 
+// Independent accumulators per loop: one chain of dependent vector additions would wait on each add's latency.
+constexpr Index kChains = 8;
+// Tile rows that go through the products together (kRbfBandRows is a multiple).
+constexpr Index kRowBlock = 4;
+
 template <int VectorBytes>
 __attribute__((always_inline)) inline Lanes<VectorBytes> load(const double* x) {
   Lanes<VectorBytes> v;
@@ -190,67 +196,96 @@ __attribute__((always_inline)) inline void store(double* x, Lanes<VectorBytes> v
   std::memcpy(x, &v, sizeof v);
 }
 
-// own[c] += sum_j weights_j x_c[j] for the features c < features (x_c = rows[c * stride + j]); with Cross also
-// cross[c * kRbfBandRows + j] += weights_j x_c[i], the transposed side (x_c[i] = rows[c * stride + i]).
+// For the kRowBlock tile rows i + r: own[r * e + c] += sum_j weights[r][j] x_c[j] for the features c < features
+// (x_c[j] = rows[c * stride + c0 + j], weights[r] = weights + r * kRbfBandRows); with Cross also the transposed
+// side cross[c * kRbfBandRows + j] += sum_r weights[r][j] x_c[i + r]. Rows in a block share every load of x_c
+// and of cross: the loop is bound by loads and stores, not by arithmetic.
 template <int VectorBytes, bool Cross>
 __attribute__((always_inline)) inline void weighted_sums(const double* weights, const double* rows, Index stride,
-                                                         Index features, Index i, Index c0, double* own,
+                                                         Index features, Index i, Index c0, double* own, Index e,
                                                          double* cross) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double)), w = kRbfBandRows;
   for (Index c = 0; c < features; ++c) {
     const double* x = rows + c * stride + c0;
-    const double xi = rows[c * stride + i];
-    Lanes<VectorBytes> acc{};
-    for (Index j = 0; j < w; j += L) {
-      const Lanes<VectorBytes> weight = load<VectorBytes>(weights + j);
-      acc += weight * load<VectorBytes>(x + j);
-      if (Cross) store<VectorBytes>(cross + c * w + j, load<VectorBytes>(cross + c * w + j) + xi * weight);
+    double* cross_c = cross + c * w;
+    double xi[kRowBlock];
+    for (Index r = 0; r < kRowBlock; ++r) xi[r] = rows[c * stride + i + r];
+    Lanes<VectorBytes> acc[kRowBlock][2] = {};  // two chains per row, so that each add waits on less
+    for (Index j = 0; j < w; j += 2 * L) {
+      for (Index h = 0; h < 2; ++h) {
+        const Lanes<VectorBytes> xv = load<VectorBytes>(x + j + h * L);
+        Lanes<VectorBytes> transposed{};
+        if (Cross) transposed = load<VectorBytes>(cross_c + j + h * L);
+        for (Index r = 0; r < kRowBlock; ++r) {
+          const Lanes<VectorBytes> weight = load<VectorBytes>(weights + r * w + j + h * L);
+          acc[r][h] += weight * xv;
+          if (Cross) transposed += xi[r] * weight;
+        }
+        if (Cross) store<VectorBytes>(cross_c + j + h * L, transposed);
+      }
     }
-    double sum = 0.0;
-    for (Index q = 0; q < L; ++q) sum += acc[q];
-    own[c] += sum;
+    for (Index r = 0; r < kRowBlock; ++r) {
+      const Lanes<VectorBytes> both = acc[r][0] + acc[r][1];
+      double sum = 0.0;
+      for (Index q = 0; q < L; ++q) sum += both[q];
+      own[r * e + c] += sum;
+    }
   }
 }
 
-// One tile row i against the columns c0.. of band J: own = [T_i S_i] (s + d values, S = M Z) accumulates
-// sum_j k_ij b_j and sum_j m_ij z_j; with Cross, cross (s + d rows of kRbfBandRows: the tile's T_J^T, S_J^T)
-// accumulates k_ij b_i and m_ij z_i. k and m are scratch rows of kRbfBandRows doubles.
+// The tile rows i .. i + kRowBlock - 1 against the columns c0.. of band J: own (rows of [T S], s + d values,
+// S = M Z) accumulates sum_j k_ij b_j and sum_j m_ij z_j; with Cross, cross (s + d rows of kRbfBandRows: the
+// tile's T_J^T, S_J^T) accumulates k_ij b_i and m_ij z_i. k and m are scratch blocks of kRowBlock rows.
 template <int VectorBytes, bool Cross>
-__attribute__((always_inline)) inline void rbf_tile_row(const RbfLevel& lv, Index i, Index c0, double* k, double* m,
-                                                        double* own, double* cross) {
+__attribute__((always_inline)) inline void rbf_tile_rows(const RbfLevel& lv, Index i, Index c0, double* k, double* m,
+                                                         double* own, double* cross) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double)), w = kRbfBandRows;
-  for (Index j = 0; j < w; j += L) {  // k = z_i^T z_j, then the kernel values
-    Lanes<VectorBytes> acc{};
-    for (Index a = 0; a < lv.d; ++a) acc += lv.Zt(a, i) * load<VectorBytes>(lv.z(a) + c0 + j);
-    store<VectorBytes>(k + j, acc);
+  for (Index r = 0; r < kRowBlock; ++r) {
+    double* kr = k + r * w;
+    double* mr = m + r * w;
+    for (Index j = 0; j < w; j += kChains * L) {  // k = z_i^T z_j, then the kernel values
+      Lanes<VectorBytes> acc[kChains] = {};
+      for (Index a = 0; a < lv.d; ++a) {
+        const double za = lv.Zt(a, i + r);
+        for (Index q = 0; q < kChains; ++q) acc[q] += za * load<VectorBytes>(lv.z(a) + c0 + j + q * L);
+      }
+      for (Index q = 0; q < kChains; ++q) store<VectorBytes>(kr + j + q * L, acc[q]);
+    }
+    vector_rbf(kr, lv.norms[i + r], lv.norms.data() + c0, lv.gamma, kr, w);
+    for (Index j = 0; j < w; j += kChains * L) {  // m = (b_i^T b_j) k
+      Lanes<VectorBytes> acc[kChains] = {};
+      for (Index c = 0; c < lv.s; ++c) {
+        const double bc = lv.Bt(c, i + r);
+        for (Index q = 0; q < kChains; ++q) acc[q] += bc * load<VectorBytes>(lv.b(c) + c0 + j + q * L);
+      }
+      for (Index q = 0; q < kChains; ++q) {
+        store<VectorBytes>(mr + j + q * L, acc[q] * load<VectorBytes>(kr + j + q * L));
+      }
+    }
   }
-  vector_rbf(k, lv.norms[i], lv.norms.data() + c0, lv.gamma, k, w);
-  for (Index j = 0; j < w; j += L) {  // m = (b_i^T b_j) k
-    Lanes<VectorBytes> acc{};
-    for (Index c = 0; c < lv.s; ++c) acc += lv.Bt(c, i) * load<VectorBytes>(lv.b(c) + c0 + j);
-    store<VectorBytes>(m + j, acc * load<VectorBytes>(k + j));
-  }
-  weighted_sums<VectorBytes, Cross>(k, lv.Bt.data(), lv.padded, lv.s, i, c0, own, cross);
-  weighted_sums<VectorBytes, Cross>(m, lv.Zt.data(), lv.padded, lv.d, i, c0, own + lv.s, cross + lv.s * w);
+  const Index e = lv.s + lv.d;
+  weighted_sums<VectorBytes, Cross>(k, lv.Bt.data(), lv.padded, lv.s, i, c0, own, e, cross);
+  weighted_sums<VectorBytes, Cross>(m, lv.Zt.data(), lv.padded, lv.d, i, c0, own + lv.s, e, cross + lv.s * w);
 }
 
-// All tiles (I, J >= I) of band I: own holds band I's rows of [T S] (rows x (s + d), zeroed here), cross the
+// All tiles (I, J >= I) of band I: own holds band I's kRbfBandRows rows of [T S] (zeroed here), cross the
 // transposed parts of the tiles (I, J > I), one (s + d) x kRbfBandRows block each, J = I + 1, ...
 template <int VectorBytes>
 __attribute__((always_inline)) inline void rbf_band(const RbfLevel& lv, Index band, double* k, double* m, double* own,
                                                     double* cross) {
-  const Index e = lv.s + lv.d, r0 = band * kRbfBandRows, rows = std::min(kRbfBandRows, lv.n - r0);
+  // Padded rows (beyond n) run too: their b and z are 0, so they add exact zeros to the transposed parts.
+  const Index e = lv.s + lv.d, r0 = band * kRbfBandRows;
   const Index bands = lv.padded / kRbfBandRows, block = e * kRbfBandRows;
-  std::fill(own, own + rows * e, 0.0);
+  std::fill(own, own + kRbfBandRows * e, 0.0);
   std::fill(cross, cross + (bands - band - 1) * block, 0.0);
   for (Index J = band; J < bands; ++J) {
     const Index c0 = J * kRbfBandRows;
     double* tile_cross = cross + (J - band - 1) * block;
-    for (Index i = 0; i < rows; ++i) {
+    for (Index i = 0; i < kRbfBandRows; i += kRowBlock) {
       if (J == band) {
-        rbf_tile_row<VectorBytes, false>(lv, r0 + i, c0, k, m, own + i * e, nullptr);
+        rbf_tile_rows<VectorBytes, false>(lv, r0 + i, c0, k, m, own + i * e, nullptr);
       } else {
-        rbf_tile_row<VectorBytes, true>(lv, r0 + i, c0, k, m, own + i * e, tile_cross);
+        rbf_tile_rows<VectorBytes, true>(lv, r0 + i, c0, k, m, own + i * e, tile_cross);
       }
     }
   }
@@ -297,10 +332,11 @@ double rbf_level(double gamma, double eta, const ConstBlock& Z_raw, const ConstB
   std::vector<Index> cross_offsets(static_cast<std::size_t>(bands) + 1, 0);
   for (Index I = 0; I < bands; ++I) cross_offsets[I + 1] = cross_offsets[I] + (bands - I - 1) * block;
   std::vector<double> own(static_cast<std::size_t>(lv.padded * e)), cross(cross_offsets.back());
-  std::vector<double> scratch(static_cast<std::size_t>(threads) * 2 * kRbfBandRows);
+  constexpr Index kScratch = 2 * kRowBlock * kRbfBandRows;  // k and m of a row block
+  std::vector<double> scratch(static_cast<std::size_t>(threads) * kScratch);
   for_each_item(bands, threads, Schedule::dynamic, [&](Index I, std::size_t t) {
-    double* k = scratch.data() + t * 2 * kRbfBandRows;
-    rbf_band_dispatch(lv, I, k, k + kRbfBandRows, own.data() + I * kRbfBandRows * e, cross.data() + cross_offsets[I]);
+    double* k = scratch.data() + t * kScratch;
+    rbf_band_dispatch(lv, I, k, k + kRowBlock * kRbfBandRows, own.data() + I * kRbfBandRows * e, cross.data() + cross_offsets[I]);
   });
   std::vector<double> sums(static_cast<std::size_t>(bands));
   for_each_item(bands, threads, Schedule::dynamic, [&](Index J, std::size_t) {
