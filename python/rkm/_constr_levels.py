@@ -9,8 +9,13 @@ import numpy as np
 import scipy.linalg
 from scipy.spatial.distance import cdist
 
+from rkm._base import blas_threads, thread_count
 from rkm._solvers import fix_signs
 from rkm.kernels import kernel_matrix
+
+# Up to this size the start's eigenvectors are computed with one BLAS thread: fast at this size, and immune to
+# idle BLAS threads spinning against other work on a busy machine.
+SINGLE_THREAD_EIGH_MAX_SAMPLES = 1000
 
 # Kernels whose bandwidth can be learned, with the distance their exp(-gamma d) reads.
 BANDWIDTH_DISTANCES = {"rbf": "sqeuclidean", "laplacian": "cityblock"}
@@ -24,10 +29,11 @@ def _centred(K, center):
     return K - rows - rows.T + rows.mean()
 
 
-def _top_eigenvectors(A, n_components):
+def _top_eigenvectors(A, n_components, n_threads):
     """The leading eigenvectors of the symmetric A, descending, each column's largest entry positive."""
     N = A.shape[0]
-    _, V = scipy.linalg.eigh((A + A.T) / 2, subset_by_index=[N - n_components, N - 1], check_finite=False)
+    with blas_threads(1 if N <= SINGLE_THREAD_EIGH_MAX_SAMPLES else thread_count(n_threads)):
+        _, V = scipy.linalg.eigh((A + A.T) / 2, subset_by_index=[N - n_components, N - 1], check_finite=False)
     return fix_signs(np.ascontiguousarray(V[:, ::-1]))
 
 
@@ -60,14 +66,14 @@ def levelwise_init(K1, level_specs, sizes, center, n_threads=None):
     -------
     H : ndarray of shape (n_samples, sum(sizes))
     """
-    levels = [_top_eigenvectors(_centred(K1, center), sizes[0])]
+    levels = [_top_eigenvectors(_centred(K1, center), sizes[0], n_threads)]
     for size, spec in zip(sizes[1:], level_specs):
         K = _centred(_level_kernel(levels[-1], spec, n_threads), center)
         E = np.hstack(levels)
         KE = K @ E
         projected = K - E @ KE.T - KE @ E.T + E @ (E.T @ KE) @ E.T
         shift = 1.0 + np.linalg.norm(K)
-        levels.append(_top_eigenvectors(projected - shift * (E @ E.T), size))
+        levels.append(_top_eigenvectors(projected - shift * (E @ E.T), size, n_threads))
     return np.hstack(levels)
 
 

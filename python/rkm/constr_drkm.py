@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, stiefel
 from rkm._constr_levels import bandwidth_objective, levelwise_init
-from rkm._base import check_choices, check_int, check_n_threads, check_positive
+from rkm._base import blas_threads, check_choices, check_int, check_n_threads, check_positive, thread_count
 from rkm._solvers import fix_signs, numerically_positive
 from rkm.kernels import (
     Kernel,
@@ -332,9 +332,11 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return np.ascontiguousarray(H0)
 
     def _solve(self, objective, H0):
-        return stiefel.minimize(objective, H0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                                options=None if self.solver_options is None else dict(self.solver_options),
-                                verbose=self.verbose)
+        # The core objective runs its own threads and calls BLAS from each of them: one BLAS thread apiece.
+        with blas_threads(1):
+            return stiefel.minimize(objective, H0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
+                                    options=None if self.solver_options is None else dict(self.solver_options),
+                                    verbose=self.verbose)
 
     def fit(self, X, y=None):
         """Train the hidden features of all levels (eq. 7).
@@ -351,14 +353,15 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         began = time.perf_counter()
         X = validate_data(self, X, dtype=np.float64, order="C")
         sizes, etas, specs = self._validate_params(*X.shape)
-        objective, K1 = self._objective(X, specs, sizes, etas)
-        H0 = self._initial_point(K1, specs, sizes, X.shape[0])
-        if self.learn_gamma:
-            result, objective, K1, specs, counts = self._fit_bandwidths(X, H0, specs, sizes, etas, objective)
-        else:
-            result = self._solve(objective, H0)
-            counts = (result.nit, result.nfev)
-        self._store(X, result, objective, K1, specs, sizes, etas, counts)
+        with blas_threads(thread_count(self.n_threads)):
+            objective, K1 = self._objective(X, specs, sizes, etas)
+            H0 = self._initial_point(K1, specs, sizes, X.shape[0])
+            if self.learn_gamma:
+                result, objective, K1, specs, counts = self._fit_bandwidths(X, H0, specs, sizes, etas, objective)
+            else:
+                result = self._solve(objective, H0)
+                counts = (result.nit, result.nfev)
+            self._store(X, result, objective, K1, specs, sizes, etas, counts)
         self.fit_time_ = time.perf_counter() - began
         self._say(f"objective {self.objective_:.10g}, grad_norm {self.grad_norm_:.2e}, feasibility "
                   f"{self.feasibility_:.2e}, {self.n_iter_} iterations, {self.fit_time_:.2f} s")
