@@ -628,7 +628,8 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
 def _not_converged_message(solver, result, tol):
     if result.status == "max_iter":
-        advice = "increase max_iter" + ("" if solver == "pg_anderson" else " or use solver='pg_anderson'")
+        others = [name for name in ("pg", "cayley_bb", "pg_anderson") if name != solver]
+        advice = "increase max_iter or try solver=" + " or ".join(repr(name) for name in others)
     else:
         advice = "the tolerance is below what this problem reaches in floating point; use a larger tol"
     return (f"ConstrainedDeepRKM: the {solver!r} solver stopped with status {result.status!r} ({result.message}); "

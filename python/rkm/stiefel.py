@@ -15,12 +15,10 @@ Methods
 ``"pg_anderson"``
     Anderson acceleration (memory ``options["memory"]``, default 5) of the same projected-gradient map with a fixed
     step, safeguarded by the objective (a candidate that raises f is replaced by a "pg" step and the memory is
-    cleared; the memory is also cleared when grad_norm stalls for ``memory`` iterations). Usually several times
-    fewer calls than "pg".
+    cleared; the memory is also cleared when grad_norm stalls for ``memory`` iterations).
 ``"cayley_bb"``
     Wen & Yin's (2013) Cayley-transform curve with Barzilai-Borwein steps and a non-monotone (Zhang-Hager) line
-    search. Fastest of the four on the tests of this package (eigenvalue-type objectives); the returned point is
-    the best one seen.
+    search. The returned point is the best one seen.
 ``"cayley_adam"``
     Cayley Adam of Li, Li & Todorovic (2020, their Algorithm 2), as used by the paper: Adam moments moved to the
     tangent space and an iterative Cayley retraction. Scalar second moment (so the method stays invariant under
@@ -33,8 +31,12 @@ Methods
     is projected onto St(p, N) (``polish``) and reports the unprojected feasibility too. Slow; kept for
     comparison with the paper.
 
-Use "cayley_bb" or "pg_anderson" for speed, "pg" when the objective is expensive to get wrong (monotone, no
-tuning), "cayley_adam" and "penalty" to reproduce the paper's comparison.
+Which method is fastest depends on the problem; try "pg", "cayley_bb" and "pg_anderson" (no tuning needed).
+On min -1/2 Tr(H^T A H) (N = 60, p = 5) "cayley_bb" needs about 100 iterations to grad_norm 1e-8 where "pg"
+needs about 660; on a two-level Constr-DRKM of a 2-D shape (N = 400, s = (2, 1)) "cayley_bb" and "pg_anderson"
+reached 5e-8 in 114 and 217 iterations while "pg" stalled near 4e-5; on the paper's MNIST problem (N = 1000,
+s = (10, 5)) "pg" was the fastest (bench/RESULTS.md). "cayley_adam" and "penalty" reproduce the paper's
+comparison; both are much slower.
 
 Stopping criteria
 -----------------
