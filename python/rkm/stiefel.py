@@ -68,7 +68,7 @@ import scipy.optimize
 from sklearn.utils import check_random_state
 
 from rkm import _core
-from rkm._base import check_int, check_positive
+from rkm._base import blas_threads, check_int, check_positive
 from rkm._deep_primal import DivergenceError
 
 __all__ = [
@@ -337,7 +337,11 @@ def _check_objective(fun_and_grad):
 
 
 def _engine(fun_and_grad, H0, method, tol, max_iter, options, verbose):
-    out = _core.stiefel_minimize(fun_and_grad, H0, method, tol, max_iter, dict(options or {}))
+    # A compiled objective runs its own OpenMP threads and calls BLAS inside them: one BLAS thread apiece, or
+    # BLAS's threads would nest in them (2-4x slower on 2 cores).
+    compiled = isinstance(fun_and_grad, _core.StiefelObjective)
+    with blas_threads(1 if compiled else None):
+        out = _core.stiefel_minimize(fun_and_grad, H0, method, tol, max_iter, dict(options or {}))
     if out["status"] == "diverged":
         raise DivergenceError(
             f"{method}: the objective diverged after {out['nit']} iterations: {out['message']}; the last finite "
