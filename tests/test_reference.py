@@ -882,6 +882,16 @@ THREADED_CALLS = {
     "deep_reduced_set_forward": lambda d, t: reference.deep_reduced_set_forward(
         _deep_threaded_problem(d)[0], _deep_threaded_problem(d)[1], (2, 1, 1, 1), ("rbf", 0.5, 3, 1.0),
         ("rbf", 0.5, 3, 1.0), (1, 1, 1), n_threads=t),
+    "polar_orthonormalize": lambda d, t: reference.polar_orthonormalize(d["start"], n_threads=t),
+    "stiefel_minimize": lambda d, t: reference.stiefel_minimize(
+        lambda H: (-0.5 * np.sum(H * (d["A"] @ H)), -d["A"] @ H), np.linalg.qr(d["start"])[0], "pg", 1e-6, 2,
+        n_threads=t),
+    "constr_drkm_objective": lambda d, t: reference.constr_drkm_objective(
+        d["start"], d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t),
+    "ConstrainedDeepObjective": lambda d, t: reference.ConstrainedDeepObjective(
+        d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t).evaluate(d["start"]),
+    "levelwise_init": lambda d, t: reference.levelwise_init(d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False,
+                                                            n_threads=t),
 }
 
 

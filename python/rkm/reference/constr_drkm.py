@@ -302,7 +302,7 @@ def _top_eigenvectors(A, s):
     return _fix_signs(V[:, ::-1][:, :s].copy())
 
 
-def levelwise_init(K1, level_kernels, sizes, etas, center):
+def levelwise_init(K1, level_kernels, sizes, etas, center, n_threads=None):
     """A feasible start computed level by level with kernel PCA (the level-wise initialisation of the paper).
 
     ``H_1`` holds the top s_1 eigenvectors of ``K~_1`` (``C K_1 C`` if center, else ``K_1``); ``H_l`` the top
@@ -317,6 +317,8 @@ def levelwise_init(K1, level_kernels, sizes, etas, center):
     ----------
     K1, level_kernels, sizes, etas, center
         As for :func:`constr_drkm_objective` (etas only scale the levels' eigenvalues and are validated only).
+    n_threads : int, default=None
+        BLAS threads during the call.
 
     Returns
     -------
@@ -324,6 +326,11 @@ def levelwise_init(K1, level_kernels, sizes, etas, center):
         Orthonormal columns ``[H_1 ... H_L]``.
     """
     K1, kernels, sizes, _, center = _problem(K1, level_kernels, sizes, etas, center)
+    with blas_threads(n_threads):
+        return _levelwise(K1, kernels, sizes, center)
+
+
+def _levelwise(K1, kernels, sizes, center):
     n = K1.shape[0]
     levels = [_top_eigenvectors(_centred_kernel(K1, center), sizes[0])]
     for s, kernel in zip(sizes[1:], kernels):

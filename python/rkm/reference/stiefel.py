@@ -45,6 +45,8 @@ import numbers
 
 import numpy as np
 
+from rkm.reference._validation import blas_threads
+
 EPS = np.finfo(np.float64).eps
 NOISE = 1e-13  # relative allowance for rounding in f, in every sufficient-decrease test
 STAGNATION_ITERS = 10  # consecutive iterations with f unchanged to 4 eps |f| -> "stagnated"
@@ -101,7 +103,7 @@ def _polar(Z):
     return U @ Vt
 
 
-def polar_orthonormalize(Z):
+def polar_orthonormalize(Z, n_threads=None):
     """The orthonormal polar factor Z (Z^T Z)^(-1/2) = U V^T of an N x p matrix of rank p (p <= N).
 
     It is the point of St(p, N) nearest to Z in the Frobenius norm.
@@ -110,6 +112,8 @@ def polar_orthonormalize(Z):
     ----------
     Z : array-like of shape (N, p)
         Finite, with 1 <= p <= N and rank p.
+    n_threads : int, default=None
+        BLAS threads during the call.
 
     Returns
     -------
@@ -123,7 +127,8 @@ def polar_orthonormalize(Z):
         value <= 1e-12 times the largest).
     """
     Z = _check_matrix(Z, "Z")
-    Y = _polar(Z)
+    with blas_threads(n_threads):
+        Y = _polar(Z)
     if Y is None:
         raise ValueError(f"Z: has rank below p = {Z.shape[1]} (its polar factor is not defined)")
     return Y
@@ -534,7 +539,7 @@ def _converged(criterion, point, step_measure, tol):
     return step_measure <= tol
 
 
-def stiefel_minimize(fun, H0, method, tol, max_iter, options=None):
+def stiefel_minimize(fun, H0, method, tol, max_iter, options=None, n_threads=None):
     """Minimize f(H) over H^T H = I_p from an orthonormal H0.
 
     Parameters
@@ -554,6 +559,8 @@ def stiefel_minimize(fun, H0, method, tol, max_iter, options=None):
         Keys and defaults: criterion "grad" ("grad": grad_norm <= tol; "step": ||H_{k+1} - H_k|| / step <= tol);
         max_step inf; sigma 1e-4; max_backtracks 60; lr 1e-3, beta1 0.9, beta2 0.99, eps 1e-8, q 0.5,
         cayley_iters 5; memory 5; rho 1e-4, delta 0.1, nonmonotone 0.85; history True.
+    n_threads : int, default=None
+        BLAS threads of the engine's own products during the call (the objective's calls included).
 
     Returns
     -------
@@ -570,6 +577,11 @@ def stiefel_minimize(fun, H0, method, tol, max_iter, options=None):
     """
     H0, tol, max_iter = _check_arguments(H0, method, tol, max_iter)
     options = _check_options(options)
+    with blas_threads(n_threads):
+        return _minimize(fun, H0, method, tol, max_iter, options)
+
+
+def _minimize(fun, H0, method, tol, max_iter, options):
     objective = _Objective(fun, H0.shape)
     f0, G0, finite = objective(H0)
     if not finite:
