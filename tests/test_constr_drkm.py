@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 from rkm import KernelPCA, _core, reference, stiefel
+from rkm import _constr_levels
 from rkm._constr_levels import bandwidth_objective, levelwise_init
 from rkm.constr_drkm import ConstrainedDeepRKM, _preimage
 from rkm.kernels import kernel_matrix
@@ -304,9 +305,11 @@ LEVEL_SPECS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian", 0.4, 3.
                "poly": ("poly", 0.5, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0)}
 
 
+@pytest.mark.parametrize("solver_limit", [1000, 10])  # dense LAPACK, or ARPACK beyond the limit
 @pytest.mark.parametrize("center", [False, True])
 @pytest.mark.parametrize("kernel", list(LEVEL_SPECS))
-def test_levelwise_init_matches_the_reference(kernel, center):
+def test_levelwise_init_matches_the_reference(kernel, center, solver_limit, monkeypatch):
+    monkeypatch.setattr(_constr_levels, "DENSE_EIGH_MAX_SAMPLES", solver_limit)
     X = np.random.default_rng(5).normal(size=(60, 4))
     K1 = kernel_matrix(X, kernel="rbf", gamma=0.3)
     specs, sizes = [LEVEL_SPECS[kernel], LEVEL_SPECS["rbf"]], (3, 2, 2)
