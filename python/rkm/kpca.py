@@ -28,7 +28,7 @@ from rkm._base import (
 from rkm._dask import is_dask_array
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
-from rkm.preimage import gaussian_fixed_point, kernel_smoother
+from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mean
 
 _METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
 _PRIMAL_METHODS = ("nystrom", "rff")
@@ -720,9 +720,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _expansion_coefficients(self, H):
         """Coefficients c with P phi(x*) = sum_i c_i phi(x_i), including the feature-space mean when centred."""
         beta = H @ self.H_.T
-        if not self.center:
-            return beta
-        return beta + (1.0 - beta.sum(axis=1, keepdims=True)) / self.H_.shape[0]
+        return with_feature_mean(beta) if self.center else beta
 
     def _preimage(self, H, X_start=None):
         if self.preimage_ is None:

@@ -8,6 +8,15 @@ import numpy as np
 from rkm.kernels import kernel_matrix
 
 
+def with_feature_mean(coefficients):
+    """Coefficients of P phi(x) + m over the N training points, given those of the centred projection P phi(x).
+
+    The centred projection is sum_i c_i (phi(x_i) - m) with m = (1/N) sum_i phi(x_i); adding m back gives the
+    coefficients c_i + (1 - sum_j c_j) / N. coefficients: (n_points, N).
+    """
+    return coefficients + (1.0 - coefficients.sum(axis=1, keepdims=True)) / coefficients.shape[1]
+
+
 def kernel_smoother(similarities, X_train, n_neighbors):
     """Kernel-smoother pre-image (Gen-RKM eq. 8).
 
