@@ -32,7 +32,7 @@ from rkm.kernels import (
     kernel_product,
     kernel_spec,
 )
-from rkm.preimage import gaussian_fixed_point, kernel_smoother
+from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mean
 
 __all__ = ["ConstrainedDeepRKM"]
 
@@ -516,9 +516,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def _with_mean(self, beta):
         """Expansion coefficients including the feature-space mean when the kernels are centred."""
-        if not self.center:
-            return beta
-        return beta + (1.0 - beta.sum(axis=1, keepdims=True)) / beta.shape[1]
+        return with_feature_mean(beta) if self.center else beta
 
     def _preimage(self, beta, level, start):
         """Pre-image in the input space of `level` (0: the data; l: the hidden space of level l) of the point
@@ -670,8 +668,9 @@ def _level_statistics(product, H, rotate, center):
     if rotate:
         _, Q = np.linalg.eigh(A)
         Q = Q[:, ::-1]
-        Q = Q * np.where(np.sum(fix_signs(H @ Q) * (H @ Q), axis=0) < 0, -1.0, 1.0)
-        H = H @ Q
+        HQ = H @ Q
+        signs = np.where(np.sum(fix_signs(HQ) * HQ, axis=0) < 0, -1.0, 1.0)
+        H, Q = HQ * signs, Q * signs
         A = Q.T @ A @ Q
     # Centring's column means: those of K (K is symmetric, K 1/N); B's columns sum to 0 so K~ B = C K B.
     return H, (A, column_means, float(column_means.mean()))
