@@ -207,7 +207,7 @@ __attribute__((always_inline)) inline void weighted_sums(const double* weights, 
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double)), w = kRbfBandRows;
   for (Index c = 0; c < features; ++c) {
     const double* x = rows + c * stride + c0;
-    double* cross_c = cross + c * w;
+    double* cross_c = Cross ? cross + c * w : nullptr;
     double xi[kRowBlock];
     for (Index r = 0; r < kRowBlock; ++r) xi[r] = rows[c * stride + i + r];
     Lanes<VectorBytes> acc[kRowBlock][2] = {};  // two chains per row, so that each add waits on less
@@ -265,7 +265,9 @@ __attribute__((always_inline)) inline void rbf_tile_rows(const RbfLevel& lv, Ind
   }
   const Index e = lv.s + lv.d;
   weighted_sums<VectorBytes, Cross>(k, lv.Bt.data(), lv.padded, lv.s, i, c0, own, e, cross);
-  weighted_sums<VectorBytes, Cross>(m, lv.Zt.data(), lv.padded, lv.d, i, c0, own + lv.s, e, cross + lv.s * w);
+  // Without Cross there is no transposed part: offsetting the null pointer would be undefined.
+  double* cross_z = Cross ? cross + lv.s * w : nullptr;
+  weighted_sums<VectorBytes, Cross>(m, lv.Zt.data(), lv.padded, lv.d, i, c0, own + lv.s, e, cross_z);
 }
 
 // All tiles (I, J >= I) of band I: own holds band I's kRbfBandRows rows of [T S] (zeroed here), cross the
@@ -280,12 +282,12 @@ __attribute__((always_inline)) inline void rbf_band(const RbfLevel& lv, Index ba
   std::fill(cross, cross + (bands - band - 1) * block, 0.0);
   for (Index J = band; J < bands; ++J) {
     const Index c0 = J * kRbfBandRows;
-    double* tile_cross = cross + (J - band - 1) * block;
     for (Index i = 0; i < kRbfBandRows; i += kRowBlock) {
       if (J == band) {
         rbf_tile_rows<VectorBytes, false>(lv, r0 + i, c0, k, m, own + i * e, nullptr);
       } else {
-        rbf_tile_rows<VectorBytes, true>(lv, r0 + i, c0, k, m, own + i * e, tile_cross);
+        // Only tiles right of the diagonal have a transposed part (the diagonal tile's offset would be -block).
+        rbf_tile_rows<VectorBytes, true>(lv, r0 + i, c0, k, m, own + i * e, cross + (J - band - 1) * block);
       }
     }
   }
