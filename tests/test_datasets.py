@@ -307,3 +307,342 @@ def test_deep_rkm_regression_without_noise():
 def test_deep_rkm_regression_rejects_bad_noise(noise):
     with pytest.raises(ValueError, match="noise"):
         datasets.make_deep_rkm_regression(noise=noise)
+
+
+# --------------------------------------------------------------------------
+# dSprites-style sprites (Higgins et al., 2017)
+# --------------------------------------------------------------------------
+
+SPRITE_GRID_SIZE = 3 * 6 * 40 * 32 * 32
+# Pixel geometry of the module docstring: centre 14 + 36 pos, radius 13 scale.
+SPRITE_STEP = 36.0 / 31.0
+SPRITE_RADIUS = 13.0
+
+
+def _sprite_factors(shape, scale, orientation, pos_x, pos_y):
+    """Factor rows from grid indices (scalars or arrays, broadcast)."""
+    values = list(datasets.SPRITE_FACTORS.values())
+    columns = np.broadcast_arrays(shape, scale, orientation, pos_x, pos_y)
+    return np.column_stack([v[np.ravel(c)] for v, c in zip(values, columns)])
+
+
+def _boundary_pixels(images):
+    """Sprite pixels with a 4-neighbour outside the sprite, per image."""
+    padded = np.pad(images, ((0, 0), (1, 1), (1, 1)))
+    neighbours = np.minimum.reduce([padded[:, :-2, 1:-1], padded[:, 2:, 1:-1],
+                                    padded[:, 1:-1, :-2], padded[:, 1:-1, 2:]])
+    return (images * (1 - neighbours)).sum(axis=(1, 2))
+
+
+def _centroids(images):
+    """(row, column) centre of mass of each image, in pixel indices."""
+    mass = images.sum(axis=(1, 2))
+    rows = (images.sum(axis=2) * np.arange(64)).sum(axis=1) / mass
+    cols = (images.sum(axis=1) * np.arange(64)).sum(axis=1) / mass
+    return rows, cols
+
+
+def _unit_heart_area():
+    """Area of the heart (x^2 + y^2 - 1)^3 <= x^2 y^3 mapped into the unit
+    disk (divided by 1.25^2), by counting a fine grid of points."""
+    grid, step = np.linspace(-1.5, 1.5, 3001, retstep=True)
+    x, y = np.meshgrid(grid, grid, sparse=True)
+    inside = (x * x + y * y - 1.0) ** 3 <= x * x * y ** 3
+    return inside.sum() * step ** 2 / 1.25 ** 2
+
+
+def test_sprite_factor_values_are_dsprites_latents():
+    factors = datasets.SPRITE_FACTORS
+    assert list(factors) == ["shape", "scale", "orientation", "pos_x", "pos_y"]
+    np.testing.assert_array_equal(factors["shape"], [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(factors["scale"], [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(factors["orientation"],
+                               2.0 * np.pi * np.arange(40) / 39, rtol=1e-15)
+    assert factors["orientation"][0] == 0.0
+    assert factors["orientation"][-1] == 2.0 * np.pi
+    for name in ("pos_x", "pos_y"):
+        np.testing.assert_allclose(factors[name], np.arange(32) / 31, atol=1e-15)
+    assert np.prod([v.size for v in factors.values()]) == SPRITE_GRID_SIZE
+    assert not factors["scale"].flags.writeable
+    assert datasets.SPRITE_SHAPES == ("square", "ellipse", "heart")
+
+
+def test_make_sprites_shapes_and_dtypes():
+    images, factors = datasets.make_sprites(50, random_state=0)
+    assert images.shape == (50, 64, 64) and images.dtype == np.float32
+    assert factors.shape == (50, 5) and factors.dtype == np.float64
+    images, _ = datasets.make_sprites(3, random_state=0, dtype=np.float64)
+    assert images.dtype == np.float64
+    noisy, _ = datasets.make_sprites(3, random_state=0, noise="background")
+    assert noisy.shape == (3, 64, 64, 3) and noisy.dtype == np.float32
+
+
+def test_make_sprites_is_deterministic_and_binary():
+    images, factors = datasets.make_sprites(200, random_state=7)
+    again, factors_again = datasets.make_sprites(200, random_state=7)
+    other, factors_other = datasets.make_sprites(200, random_state=8)
+    np.testing.assert_array_equal(images, again)
+    np.testing.assert_array_equal(factors, factors_again)
+    assert not np.array_equal(factors, factors_other)
+    assert not np.array_equal(images, other)
+    assert set(np.unique(images)) == {0.0, 1.0}
+    assert np.all(images.sum(axis=(1, 2)) > 0)
+
+
+def test_make_sprites_factors_lie_on_the_grid():
+    images, factors = datasets.make_sprites(3000, random_state=0)
+    indices = datasets.sprites_factor_indices(factors)
+    assert indices.dtype == np.int64
+    for j, values in enumerate(datasets.SPRITE_FACTORS.values()):
+        np.testing.assert_array_equal(factors[:, j], values[indices[:, j]])
+        # 3000 uniform draws reach every shape and scale.
+        if values.size <= 6:
+            assert set(indices[:, j]) == set(range(values.size))
+    np.testing.assert_array_equal(datasets.render_sprites(factors[:100]),
+                                  images[:100])
+
+
+def test_sprites_factor_indices_of_shifted_values():
+    factors = _sprite_factors(2, 3, 39, 31, 0)
+    np.testing.assert_array_equal(datasets.sprites_factor_indices(factors),
+                                  [[2, 3, 39, 31, 0]])
+    # Values as another program writes them (rounded) still match.
+    np.testing.assert_array_equal(
+        datasets.sprites_factor_indices([[3.0, 0.8, 6.2831853, 1.0, 0.0]]),
+        [[2, 3, 39, 31, 0]])
+
+
+def test_sprite_shapes_differ():
+    images = datasets.render_sprites(_sprite_factors([0, 1, 2], 5, 0, 16, 16))
+    areas = images.sum(axis=(1, 2))
+    assert len(set(areas)) == 3
+    for a, b in [(0, 1), (0, 2), (1, 2)]:
+        assert np.sum(images[a] != images[b]) > 20
+
+
+def test_sprite_area_grows_with_scale():
+    for shape in range(3):
+        images = datasets.render_sprites(
+            _sprite_factors(shape, np.arange(6), 7, 16, 16))
+        assert np.all(np.diff(images.sum(axis=(1, 2))) > 0)
+
+
+def test_sprite_area_matches_geometry_in_every_orientation():
+    # Rotation preserves the area of the continuous sprite; the pixel count
+    # differs from it only through the pixels that the boundary crosses. An
+    # edge aligned with the grid can make them all err the same way, by half
+    # a pixel each on average, hence the tolerance of half the number of
+    # boundary pixels (measured worst case: 23 of 72 for the square at scale
+    # 1 and orientation 0).
+    unit_areas = [2.0, np.pi / 2.0, _unit_heart_area()]
+    scales = datasets.SPRITE_FACTORS["scale"]
+    for shape, unit_area in enumerate(unit_areas):
+        shape_i, scale_i, angle_i = np.meshgrid(shape, np.arange(6),
+                                                np.arange(40), indexing="ij")
+        images = datasets.render_sprites(
+            _sprite_factors(shape_i, scale_i, angle_i, 16, 16))
+        radius = SPRITE_RADIUS * scales[scale_i.ravel()]
+        error = images.sum(axis=(1, 2)) - unit_area * radius ** 2
+        assert np.all(np.abs(error) <= _boundary_pixels(images) / 2.0), shape
+
+
+def test_sprite_position_moves_the_centroid():
+    # Each position step moves the sprite by 36 / 31 pixels. At orientation 0
+    # the square's edges follow the grid, so whole pixel columns appear at
+    # once and its centroid moves in half-pixel jumps (error up to 1/2);
+    # otherwise rasterization shifts a centroid by about a tenth of a pixel
+    # (measured <= 0.13 at orientation 3).
+    for shape in range(3):
+        for angle, atol in ((0, 0.5), (3, 0.2)):
+            across = datasets.render_sprites(
+                _sprite_factors(shape, 5, angle, np.arange(32), 10))
+            rows, cols = _centroids(across)
+            assert np.all(np.diff(cols) > 0)
+            np.testing.assert_allclose(cols - cols[0], SPRITE_STEP * np.arange(32),
+                                       atol=atol)
+            np.testing.assert_allclose(rows, rows[0], atol=atol)
+            down = datasets.render_sprites(
+                _sprite_factors(shape, 5, angle, 10, np.arange(32)))
+            rows, cols = _centroids(down)
+            assert np.all(np.diff(rows) > 0)
+            np.testing.assert_allclose(rows - rows[0], SPRITE_STEP * np.arange(32),
+                                       atol=atol)
+            np.testing.assert_allclose(cols, cols[0], atol=atol)
+
+
+def test_sprite_at_centre_position_is_centred():
+    images = datasets.render_sprites(_sprite_factors([0, 1], 5, 0, 15, 15))
+    rows, cols = _centroids(images)
+    # pos 15/31 puts the centre at 14 + 36 * 15/31 pixels, i.e. index - 1/2.
+    expected = 14.0 + 36.0 * 15 / 31 - 0.5
+    np.testing.assert_allclose(rows, expected, atol=0.25)
+    np.testing.assert_allclose(cols, expected, atol=0.25)
+
+
+def test_sprites_stay_inside_the_frame():
+    # The largest sprites in every orientation at the four corners: nothing
+    # reaches the outermost pixels, and no area is lost against the centre
+    # (each count errs by at most half its boundary pixels, see above).
+    shape_i, angle_i = np.meshgrid(np.arange(3), np.arange(40), indexing="ij")
+    centre = datasets.render_sprites(_sprite_factors(shape_i, 5, angle_i, 16, 16))
+    for pos_x, pos_y in [(0, 0), (0, 31), (31, 0), (31, 31)]:
+        corner = datasets.render_sprites(
+            _sprite_factors(shape_i, 5, angle_i, pos_x, pos_y))
+        assert corner[:, [0, -1], :].sum() == 0
+        assert corner[:, :, [0, -1]].sum() == 0
+        tolerance = (_boundary_pixels(corner) + _boundary_pixels(centre)) / 2.0
+        assert np.all(np.abs(corner.sum(axis=(1, 2)) - centre.sum(axis=(1, 2)))
+                      <= tolerance)
+
+
+def test_sprite_orientation_turns_counter_clockwise():
+    # The ellipse's long axis is horizontal at orientation 0; at 2 pi 5/39
+    # (46 degrees) counter-clockwise on screen it runs from bottom left to
+    # top right, so rows (counted downwards) fall as columns grow.
+    images = datasets.render_sprites(_sprite_factors(1, 5, [0, 5], 16, 16))
+    rows, cols = np.nonzero(images[0])
+    assert np.ptp(cols) > 1.8 * np.ptp(rows)
+    rows, cols = np.nonzero(images[1])
+    assert np.corrcoef(rows, cols)[0, 1] < -0.5
+    # The heart has its tip down, under the centre (column index
+    # 14 + 36 * 16/31 - 1/2), and two lobes up at orientation 0.
+    heart = datasets.render_sprites(_sprite_factors(2, 5, 0, 16, 16))[0]
+    occupied = np.nonzero(heart.any(axis=1))[0]
+    tip = np.nonzero(heart[occupied[-1]])[0]
+    assert tip.size <= 2
+    assert np.all(np.abs(tip - (14.0 + 36.0 * 16 / 31 - 0.5)) <= 1.0)
+    lobe_starts = np.diff(np.concatenate([[0], heart[occupied[0]], [0]])) > 0
+    assert lobe_starts.sum() == 2
+
+
+def test_noisy_sprites():
+    images, factors = datasets.make_sprites(300, random_state=3)
+    noisy, noisy_factors = datasets.make_sprites(300, random_state=3,
+                                                 noise="background")
+    np.testing.assert_array_equal(factors, noisy_factors)
+    sprite = np.broadcast_to(images[..., None] == 1.0, noisy.shape)
+    assert np.all(noisy[sprite] == 1.0)
+    background = noisy[~sprite].astype(np.float64)
+    assert background.size > 3_000_000
+    # Standard errors: 1 / sqrt(n) for the mean, about 1 / sqrt(2n) for the std.
+    assert abs(background.mean()) < 5.0 / np.sqrt(background.size)
+    assert abs(background.std() - 1.0) < 5.0 / np.sqrt(2.0 * background.size)
+    # The three channels carry independent noise.
+    assert not np.array_equal(noisy[..., 0], noisy[..., 1])
+    again, _ = datasets.make_sprites(300, random_state=3, noise="background")
+    np.testing.assert_array_equal(noisy, again)
+
+
+@pytest.fixture(scope="module")
+def sprite_grid():
+    return datasets.make_sprites(None)
+
+
+def test_sprite_grid_factors(sprite_grid):
+    grid, factors = sprite_grid
+    assert isinstance(grid, datasets.SpriteGrid)
+    assert factors is grid.factors
+    assert len(grid) == SPRITE_GRID_SIZE
+    assert grid.shape == (SPRITE_GRID_SIZE, 64, 64)
+    assert factors.shape == (SPRITE_GRID_SIZE, 5) and factors.dtype == np.float64
+    # The dSprites order, pos_y fastest; raveling gives 0, 1, 2, ... so
+    # every grid point appears exactly once.
+    indices = grid.factor_indices
+    np.testing.assert_array_equal(
+        np.ravel_multi_index(indices.T, (3, 6, 40, 32, 32)),
+        np.arange(SPRITE_GRID_SIZE))
+    np.testing.assert_array_equal(datasets.sprites_factor_indices(factors),
+                                  indices)
+    np.testing.assert_array_equal(factors[:2, 4], [0.0, 1.0 / 31.0])
+    np.testing.assert_array_equal(factors[-1], [3.0, 1.0, 2.0 * np.pi, 1.0, 1.0])
+    assert not factors.flags.writeable
+
+
+def test_sprite_grid_indexing_matches_rendering(sprite_grid):
+    grid, factors = sprite_grid
+    rows = np.array([0, 1, 5000, 123_457, SPRITE_GRID_SIZE - 1])
+    expected = datasets.render_sprites(factors[rows])
+    np.testing.assert_array_equal(grid[rows], expected)
+    np.testing.assert_array_equal(grid[123_457], expected[3])
+    np.testing.assert_array_equal(grid[-1], expected[4])
+    np.testing.assert_array_equal(grid[4990:5010:10],
+                                  datasets.render_sprites(factors[[4990, 5000]]))
+    assert grid[10:10].shape == (0, 64, 64)
+    batches = grid.batches(1000)
+    first_images, first_factors = next(batches)
+    second_images, _ = next(batches)
+    np.testing.assert_array_equal(first_factors, factors[:1000])
+    np.testing.assert_array_equal(second_images, grid[1000:2000])
+    np.testing.assert_array_equal(first_images[5], grid[5])
+
+
+def test_sprite_grid_rejects_bad_indices(sprite_grid):
+    grid, _ = sprite_grid
+    for key in (SPRITE_GRID_SIZE, -SPRITE_GRID_SIZE - 1, [0, SPRITE_GRID_SIZE],
+                np.array([0.5])):
+        with pytest.raises(IndexError):
+            grid[key]
+    with pytest.raises(ValueError, match="batch_size"):
+        next(grid.batches(0))
+
+
+def test_noisy_sprite_grid():
+    grid, _ = datasets.make_sprites(None, random_state=0, noise="background")
+    assert grid.shape == (SPRITE_GRID_SIZE, 64, 64, 3)
+    images = grid[[7, 300_000, 8]]
+    assert images.shape == (3, 64, 64, 3) and images.dtype == np.float32
+    # The noise of an image depends on its index only, not on the access.
+    np.testing.assert_array_equal(grid[300_000], images[1])
+    np.testing.assert_array_equal(grid[7:9], images[[0, 2]])
+    sprite = datasets.render_sprites(grid.factors[[7, 300_000, 8]]) == 1.0
+    assert np.all(images[sprite] == 1.0)
+    assert not np.array_equal(images[0], images[2])
+    same = datasets.SpriteGrid("background", random_state=0, dtype=np.float64)
+    np.testing.assert_array_equal(same[7].astype(np.float32), images[0])
+    other = datasets.SpriteGrid("background", random_state=1)
+    assert not np.array_equal(other[7], images[0])
+
+
+@pytest.mark.parametrize("n_samples", [0, -1, 2.5, True, "10", np.nan])
+def test_make_sprites_rejects_bad_n_samples(n_samples):
+    with pytest.raises(ValueError, match="n_samples"):
+        datasets.make_sprites(n_samples)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "Background", 0.1, True,
+                                   np.array(["background"])])
+def test_sprites_reject_bad_noise(noise):
+    with pytest.raises(ValueError, match="noise"):
+        datasets.make_sprites(5, noise=noise)
+    with pytest.raises(ValueError, match="noise"):
+        datasets.SpriteGrid(noise)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, "complex128", "foo"])
+def test_sprites_reject_bad_dtype(dtype):
+    with pytest.raises(ValueError, match="dtype"):
+        datasets.make_sprites(5, dtype=dtype)
+    with pytest.raises(ValueError, match="dtype"):
+        datasets.render_sprites(_sprite_factors(0, 0, 0, 0, 0), dtype=dtype)
+
+
+def test_make_sprites_rejects_bad_random_state():
+    with pytest.raises(ValueError):
+        datasets.make_sprites(5, random_state="seed")
+
+
+@pytest.mark.parametrize("factors", [
+    np.zeros((3, 4)),
+    np.zeros(5),
+    [["square", 1.0, 0.0, 0.0, 0.0]],
+    [[1.0, 0.55, 0.0, 0.0, 0.0]],
+    [[0.0, 1.0, 0.0, 0.0, 0.0]],
+    [[1.0, 1.0, np.nan, 0.0, 0.0]],
+    [[1.0, 1.0, 0.0, 0.0, 1.5]],
+])
+def test_sprite_factors_off_the_grid_are_rejected(factors):
+    with pytest.raises(ValueError, match="factors"):
+        datasets.sprites_factor_indices(factors)
+    with pytest.raises(ValueError, match="factors"):
+        datasets.render_sprites(factors)

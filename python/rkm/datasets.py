@@ -13,6 +13,22 @@ The 2-D denoising shapes follow the experiments of Constr-DRKM (Tonin et al.,
 plus white Gaussian noise of standard deviation ``noise`` (the paper's
 ``sigma_n``).  All shapes have unit-scale features (squares of side 2, radii
 up to 1), so the paper's noise levels 0.05, 0.1 and 0.2 keep their meaning.
+
+The sprites of :func:`make_sprites` are rendered, not loaded, from the factor
+grid of dSprites (Higgins et al., 2017) on a 64 x 64 frame whose pixel in row
+``i`` and column ``j`` has its centre at ``x = j + 1/2``, ``y = i + 1/2``
+(pixel units, row 0 on top). A sprite of scale ``s`` and position
+``(pos_x, pos_y)`` is centred at ``(14 + 36 pos_x, 14 + 36 pos_y)`` and lies
+in the disk of radius ``13 s`` around it, so even the largest sprite keeps a
+one-pixel empty border at every position and orientation. In units of that
+radius, the square has half side ``1/sqrt(2)`` (side 18.4 pixels at scale 1),
+the ellipse semi-axes 1 and 1/2 (26 x 13 pixels at scale 1, long axis
+horizontal at orientation 0), and the heart is ``(x^2 + y^2 - 1)^3 <= x^2
+y^3`` (tip down at orientation 0) scaled by 1/1.25 about the centre
+``(0, 0.25)`` of its smallest enclosing circle. Orientation ``theta`` turns the
+sprite counter-clockwise on screen by ``theta``: each pixel centre is rotated
+by ``-theta`` into the sprite's frame. A pixel is 1 when its centre lies in
+the sprite (no anti-aliasing), so one factor value always gives one image.
 """
 
 import numbers
@@ -33,6 +49,12 @@ __all__ = [
     "make_moons",
     "make_sum_of_sines",
     "make_deep_rkm_regression",
+    "SPRITE_SHAPES",
+    "SPRITE_FACTORS",
+    "make_sprites",
+    "render_sprites",
+    "sprites_factor_indices",
+    "SpriteGrid",
 ]
 
 _MNIST_SIZE = 5000
@@ -533,3 +555,382 @@ def make_deep_rkm_regression(noise=0.1, random_state=None):
             f"{x_val.size} validation and {x_test.size} noise-free test points"
         ),
     )
+
+
+# --------------------------------------------------------------------------
+# dSprites-style images (Higgins et al., 2017)
+# --------------------------------------------------------------------------
+
+SPRITE_SHAPES = ("square", "ellipse", "heart")
+
+# The exact latent values of the dSprites repository (``latents_values``),
+# colour (always 1) left out as disentanglement_lib does. Read-only so that
+# a caller cannot silently change the grid every sprite is rendered from.
+SPRITE_FACTORS = {
+    "shape": np.array([1.0, 2.0, 3.0]),
+    "scale": np.linspace(0.5, 1.0, 6),
+    "orientation": np.linspace(0.0, 2.0 * np.pi, 40),
+    "pos_x": np.linspace(0.0, 1.0, 32),
+    "pos_y": np.linspace(0.0, 1.0, 32),
+}
+for _values in SPRITE_FACTORS.values():
+    _values.flags.writeable = False
+del _values
+
+_SPRITE_GRID_SHAPE = tuple(v.size for v in SPRITE_FACTORS.values())
+_SPRITE_GRID_SIZE = int(np.prod(_SPRITE_GRID_SHAPE))
+_SPRITE_PIXELS = 64
+# Radius in pixels, at scale 1, of the disk that encloses every shape in
+# every orientation, and the empty border kept around that disk: together
+# they fix the range of the sprite centre so that nothing is ever cut.
+_SPRITE_RADIUS = 13.0
+_SPRITE_BORDER = 1.0
+_CENTRE_LOW = _SPRITE_RADIUS + _SPRITE_BORDER
+_CENTRE_SPAN = _SPRITE_PIXELS - 2.0 * _CENTRE_LOW
+# Images rendered per vectorized step: bounds the float64 temporaries
+# (a few arrays of _RENDER_BATCH x 64 x 64) to some tens of MB.
+_RENDER_BATCH = 512
+# The heart (x^2 + y^2 - 1)^3 <= x^2 y^3 spans x in [-1.14, 1.14] and
+# y in [-1, 1.24]; its smallest enclosing circle has centre (0, 0.25) and
+# radius 1.25, so this map takes it into the unit disk.
+_HEART_RADIUS = 1.25
+_HEART_CENTRE_Y = 0.25
+_ELLIPSE_ASPECT = 2.0
+# Tolerance when matching given factor values to the grid: far below its
+# finest step (2 pi / 39 ~ 0.16), far above float rounding of the values.
+_FACTOR_ATOL = 1e-6
+
+
+def _check_noise(noise):
+    if not (noise is None or (isinstance(noise, str) and noise == "background")):
+        raise ValueError(f"noise: must be None or 'background', got {noise!r}")
+    return noise
+
+
+def _check_image_dtype(dtype):
+    try:
+        valid = np.dtype(dtype) in (np.float32, np.float64)
+    except TypeError:
+        valid = False
+    if not valid:
+        raise ValueError(f"dtype: must be float32 or float64, got {dtype!r}")
+    return np.dtype(dtype)
+
+
+def sprites_factor_indices(factors):
+    """Integer class of every factor value of dSprites-style sprites.
+
+    Maps each value to its position in the grid of :data:`SPRITE_FACTORS`,
+    e.g. shape 1, 2, 3 to 0, 1, 2 and orientation ``2 pi k / 39`` to ``k``;
+    the result equals the dSprites ``latents_classes`` without the colour
+    column. These are the discrete labels the disentanglement metrics of
+    :mod:`rkm.metrics` expect.
+
+    Parameters
+    ----------
+    factors : array-like of shape (n_samples, 5)
+        Factor values in the order (shape, scale, orientation, pos_x, pos_y),
+        each one of the grid values (up to 1e-6).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, 5), int64
+        Index of each value in its factor's grid.
+
+    Raises
+    ------
+    ValueError
+        If ``factors`` is not numeric, not of shape (n_samples, 5), or holds
+        a value that is not on the grid.
+    """
+    try:
+        factors = np.asarray(factors, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("factors: must be a numeric array of shape "
+                         "(n_samples, 5)") from None
+    if factors.ndim != 2 or factors.shape[1] != len(SPRITE_FACTORS):
+        raise ValueError(f"factors: must have shape (n_samples, 5), got "
+                         f"{factors.shape}")
+    indices = np.empty(factors.shape, dtype=np.int64)
+    for j, (name, grid) in enumerate(SPRITE_FACTORS.items()):
+        indices[:, j] = _nearest_grid_index(factors[:, j], grid)
+        off_grid = ~(np.abs(factors[:, j] - grid[indices[:, j]]) <= _FACTOR_ATOL)
+        if np.any(off_grid):
+            raise ValueError(f"factors: column {j} ({name}) holds "
+                             f"{factors[off_grid, j][0]!r}, which is not one "
+                             f"of the dSprites values")
+    return indices
+
+
+def _nearest_grid_index(values, grid):
+    """Index of the grid value nearest to each value (grid sorted)."""
+    upper = np.clip(np.searchsorted(grid, values), 1, grid.size - 1)
+    lower = upper - 1
+    # NaN compares False and picks ``upper``; the caller rejects it.
+    return np.where(values - grid[lower] <= grid[upper] - values, lower, upper)
+
+
+def _factor_values(indices):
+    """Factor values, shape (n, 5) float64, of grid indices (n, 5)."""
+    return np.column_stack([grid[indices[:, j]] for j, grid
+                            in enumerate(SPRITE_FACTORS.values())])
+
+
+def _inside_square(u, v):
+    # Half side 1/sqrt(2): the corners touch the unit circle.
+    return np.maximum(np.abs(u), np.abs(v)) <= np.sqrt(0.5)
+
+
+def _inside_ellipse(u, v):
+    # Semi-axes 1 (along u, i.e. horizontal at orientation 0) and 1/2.
+    return u * u + (_ELLIPSE_ASPECT * v) ** 2 <= 1.0
+
+
+def _inside_heart(u, v):
+    x = _HEART_RADIUS * u
+    y = _HEART_RADIUS * v + _HEART_CENTRE_Y
+    r = x * x + y * y - 1.0
+    return r * r * r <= x * x * y * y * y
+
+
+_INSIDE = (_inside_square, _inside_ellipse, _inside_heart)
+
+
+def _sprite_frame(indices):
+    """Pixel centres of each image in the frame of its sprite.
+
+    Returns ``u, v`` of shape (n, 64, 64): the unit disk of this frame is
+    the disk of radius ``13 * scale`` pixels around the sprite centre.
+    """
+    centres = _CENTRE_LOW + _CENTRE_SPAN * SPRITE_FACTORS["pos_x"]
+    radius = _SPRITE_RADIUS * SPRITE_FACTORS["scale"][indices[:, 1]]
+    # cos and sin read from one table, never evaluated per image, so that a
+    # sprite's pixels cannot depend on where it sits in a batch.
+    angle = SPRITE_FACTORS["orientation"]
+    cos = np.cos(angle)[indices[:, 2], None, None]
+    sin = np.sin(angle)[indices[:, 2], None, None]
+    pixels = np.arange(_SPRITE_PIXELS) + 0.5
+    # x to the right, y upwards on screen, so that rotations turn
+    # counter-clockwise in the image as displayed (row 0 on top).
+    dx = (pixels - centres[indices[:, 3], None]) / radius[:, None]
+    dy = (centres[indices[:, 4], None] - pixels) / radius[:, None]
+    dx, dy = dx[:, None, :], dy[:, :, None]
+    # Rotating the pixel by -orientation is rotating the sprite by +orientation.
+    return cos * dx + sin * dy, cos * dy - sin * dx
+
+
+def _render_masks(indices):
+    """Boolean sprite masks, shape (n, 64, 64), of grid indices (n, 5)."""
+    masks = np.empty((len(indices), _SPRITE_PIXELS, _SPRITE_PIXELS), dtype=bool)
+    for start in range(0, len(indices), _RENDER_BATCH):
+        batch = indices[start:start + _RENDER_BATCH]
+        for shape, inside in enumerate(_INSIDE):
+            rows = np.flatnonzero(batch[:, 0] == shape)
+            if rows.size:
+                masks[start + rows] = inside(*_sprite_frame(batch[rows]))
+    return masks
+
+
+def _paint(masks, background, dtype):
+    """Binary images, or sprites of ones on a given background.
+
+    ``background`` is None for binary images of shape (n, 64, 64), else
+    noise of shape (n, 64, 64, 3) whose pixels under the sprite become 1.
+    """
+    if background is None:
+        return masks.astype(dtype)
+    return np.where(masks[..., None], 1.0, background).astype(dtype)
+
+
+def render_sprites(factors, *, dtype=np.float32):
+    """Render binary dSprites-style images of given factor values.
+
+    Parameters
+    ----------
+    factors : array-like of shape (n_samples, 5)
+        Factor values (shape, scale, orientation, pos_x, pos_y), each one of
+        the values of :data:`SPRITE_FACTORS`.
+    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+        Data type of the images.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, 64, 64)
+        1 on the sprite, 0 elsewhere. The geometry is given in the module
+        docstring.
+    """
+    dtype = _check_image_dtype(dtype)
+    return _paint(_render_masks(sprites_factor_indices(factors)), None, dtype)
+
+
+class SpriteGrid:
+    """The full dSprites factor grid as images rendered on demand.
+
+    The 737 280 images (3 shapes x 6 scales x 40 orientations x 32 x 32
+    positions) would take 3 GB as float32; this object holds only the
+    factors and renders the images it is asked for. The order is that of
+    the dSprites file: C order over (shape, scale, orientation, pos_x,
+    pos_y), pos_y varying fastest.
+
+    Parameters
+    ----------
+    noise : {None, 'background'}, default=None
+        None for binary images of shape (64, 64); 'background' for images
+        of shape (64, 64, 3) whose background pixels are standard normal,
+        see :func:`make_sprites`. The noise of image ``i`` is drawn from its
+        own generator, seeded by ``i`` and a seed drawn from
+        ``random_state``, so it does not depend on how the image is reached
+        (alone, in a slice or in a batch).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the background noise; unused without noise.
+    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+        Data type of the images.
+
+    Attributes
+    ----------
+    factors : ndarray of shape (737280, 5), float64
+        Factor values (shape, scale, orientation, pos_x, pos_y) of every
+        image, read-only.
+    factor_indices : ndarray of shape (737280, 5), int64
+        The same factors as grid indices, see :func:`sprites_factor_indices`,
+        read-only.
+    noise, dtype
+        As given.
+    """
+
+    def __init__(self, noise=None, random_state=None, *, dtype=np.float32):
+        self.noise = _check_noise(noise)
+        self.dtype = _check_image_dtype(dtype)
+        rng = check_random_state(random_state)
+        self._seed = None if noise is None else int(rng.randint(2**32))
+        self.factor_indices = np.column_stack(
+            np.unravel_index(np.arange(_SPRITE_GRID_SIZE), _SPRITE_GRID_SHAPE))
+        self.factors = _factor_values(self.factor_indices)
+        self.factor_indices.flags.writeable = False
+        self.factors.flags.writeable = False
+
+    @property
+    def shape(self):
+        """Shape of the array the grid stands for."""
+        image = (_SPRITE_PIXELS, _SPRITE_PIXELS)
+        return (len(self), *image) if self.noise is None else (len(self), *image, 3)
+
+    def __len__(self):
+        return _SPRITE_GRID_SIZE
+
+    def __repr__(self):
+        return f"SpriteGrid(noise={self.noise!r}, dtype={self.dtype.name})"
+
+    def __getitem__(self, key):
+        """Images at an int, a slice, an integer array or a boolean mask."""
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            if not -len(self) <= key < len(self):
+                raise IndexError(f"index {key} is out of range for "
+                                 f"{len(self)} images")
+            return self._render(np.array([key]) % len(self))[0]
+        if isinstance(key, slice):
+            return self._render(np.arange(*key.indices(len(self))))
+        # NumPy's own indexing validates arrays and masks and their bounds.
+        return self._render(np.arange(len(self))[key])
+
+    def batches(self, batch_size=4096):
+        """Iterate over the whole grid in order, one batch at a time.
+
+        Parameters
+        ----------
+        batch_size : int, default=4096
+            Number of images per batch (the last one may be smaller).
+
+        Yields
+        ------
+        images : ndarray of shape (batch, 64, 64) or (batch, 64, 64, 3)
+        factors : ndarray of shape (batch, 5)
+        """
+        batch_size = _check_int(batch_size, "batch_size", 1)
+        for start in range(0, len(self), batch_size):
+            stop = min(start + batch_size, len(self))
+            yield self[start:stop], self.factors[start:stop]
+
+    def _render(self, rows):
+        masks = _render_masks(self.factor_indices[rows])
+        return _paint(masks, self._noise(rows), self.dtype)
+
+    def _noise(self, rows):
+        if self.noise is None:
+            return None
+        noise = np.empty((len(rows), _SPRITE_PIXELS, _SPRITE_PIXELS, 3))
+        for k, row in enumerate(rows):
+            noise[k] = np.random.default_rng([self._seed, row]).standard_normal(
+                noise.shape[1:])
+        return noise
+
+
+def make_sprites(n_samples=None, random_state=None, noise=None, *,
+                 dtype=np.float32):
+    """dSprites-style 64x64 images with their ground-truth factors.
+
+    Renders the sprites of dSprites (Higgins et al., 2017): a square, an
+    ellipse or a heart at one of 6 scales, 40 orientations and 32 x 32
+    positions, colour fixed (the geometry is in the module docstring). The
+    images are computed, not downloaded, so they match the dSprites file in
+    their factors but not pixel for pixel.
+
+    Parameters
+    ----------
+    n_samples : int or None, default=None
+        Number of images, drawn uniformly with replacement from the 737 280
+        grid points (as disentanglement_lib samples factors). None returns
+        the whole grid, in the dSprites order, as a lazy :class:`SpriteGrid`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the grid points drawn, then of the background noise.
+    noise : {None, 'background'}, default=None
+        None gives binary images. 'background' gives the noisy dSprites of
+        Locatello et al. (2019) as Constr-DRKM (Tonin et al., 2021, section
+        5.3) describes it: 3-channel images whose background pixels are
+        replaced by independent standard normal samples (each channel its
+        own) and whose sprite pixels are 1 in every channel.
+    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+        Data type of the images.
+
+    Returns
+    -------
+    images : ndarray or SpriteGrid
+        Shape (n_samples, 64, 64) without noise, (n_samples, 64, 64, 3)
+        (channels last, like disentanglement_lib) with background noise; a
+        :class:`SpriteGrid` of 737 280 images when ``n_samples`` is None.
+    factors : ndarray of shape (n_samples, 5), float64
+        Factor values in the order (shape, scale, orientation, pos_x, pos_y):
+        shape 1, 2, 3 (square, ellipse, heart), scale in
+        ``linspace(0.5, 1, 6)``, orientation in ``linspace(0, 2 pi, 40)``,
+        positions in ``linspace(0, 1, 32)``, exactly the dSprites
+        ``latents_values`` without colour. :func:`sprites_factor_indices`
+        turns them into the integer classes the metrics want.
+
+    Examples
+    --------
+    >>> from rkm.datasets import make_sprites, sprites_factor_indices
+    >>> images, factors = make_sprites(1000, random_state=0)
+    >>> images.shape, factors.shape
+    ((1000, 64, 64), (1000, 5))
+    >>> labels = sprites_factor_indices(factors)
+    """
+    noise = _check_noise(noise)
+    dtype = _check_image_dtype(dtype)
+    if n_samples is None:
+        grid = SpriteGrid(noise, random_state, dtype=dtype)
+        return grid, grid.factors
+    n_samples = _check_int(n_samples, "n_samples", 1)
+    rng = check_random_state(random_state)
+    indices = np.column_stack(np.unravel_index(
+        rng.randint(_SPRITE_GRID_SIZE, size=n_samples), _SPRITE_GRID_SHAPE))
+    masks = _render_masks(indices)
+    if noise is None:
+        return _paint(masks, None, dtype), _factor_values(indices)
+    images = np.empty((n_samples, *masks.shape[1:], 3), dtype=dtype)
+    # Noise drawn batch by batch keeps the float64 draws small; the stream
+    # is the same as one draw for all images.
+    for start in range(0, n_samples, _RENDER_BATCH):
+        batch = masks[start:start + _RENDER_BATCH]
+        images[start:start + len(batch)] = _paint(
+            batch, rng.standard_normal((*batch.shape, 3)), dtype)
+    return images, _factor_values(indices)
