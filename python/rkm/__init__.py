@@ -5,7 +5,7 @@ from rkm._openmp import passive_wait_policy
 with passive_wait_policy():
     from rkm import _core
 
-from rkm import features, stiefel
+from rkm import features, metrics, stiefel
 from rkm._config import show_config
 from rkm.kernel_svd import KernelSVD
 from rkm.kpca import KernelPCA
@@ -25,6 +25,7 @@ __all__ = [
     "KernelSVD",
     "KernelPMF",
     "features",
+    "metrics",
     "stiefel",
     "show_config",
     "__version__",

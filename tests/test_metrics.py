@@ -1,0 +1,353 @@
+"""Tests of rkm.metrics: loop-based oracles, known answers, invariances and bad input."""
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from rkm import metrics
+
+# A warning (convergence, division by zero, empty slice) is a defect of the metric here.
+pytestmark = pytest.mark.filterwarnings("error")
+
+SIZES = (2, 3, 4, 3)
+
+
+def make_factors(n_samples=1500, sizes=SIZES, seed=0):
+    """Independent uniform discrete factors, one column per size."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.integers(0, size, n_samples) for size in sizes])
+
+
+def factor_codes(factors):
+    """The factors themselves as codes, each scaled to [0, 1]."""
+    return factors / factors.max(axis=0)
+
+
+def hadamard_codes(factors):
+    """Four centred factor codes mixed by a Hadamard rotation: every code weighs every factor by +-1/2."""
+    hadamard = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]]) / 2
+    codes = factor_codes(factors)
+    return (codes - codes.mean(axis=0)) @ hadamard
+
+
+def noisy_codes(factors, seed=2):
+    """Continuous codes: factors randomly rotated plus noise, and one pure-noise column (no value on a bin edge)."""
+    rng = np.random.default_rng(seed)
+    rotation, _ = np.linalg.qr(rng.normal(size=(factors.shape[1],) * 2))
+    mixed = factor_codes(factors) @ rotation + 0.2 * rng.normal(size=factors.shape)
+    return np.column_stack([mixed, rng.normal(size=len(factors))])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Oracles: disentanglement_lib's definitions written with plain loops.
+
+
+def histogram_bins(column, n_bins=20):
+    """disentanglement_lib's histogram discretizer for one column (bins 1 .. n_bins)."""
+    return np.digitize(column, np.histogram(column, n_bins)[1][:-1])
+
+
+def mig_oracle(codes, factors, n_bins=20):
+    """MIG from counted mutual information and entropies (nats), one pair of variables at a time."""
+    n = len(codes)
+
+    def mutual_info(a, b):
+        joint, count_a, count_b = Counter(zip(a, b)), Counter(a), Counter(b)
+        return sum(c / n * math.log(c * n / (count_a[x] * count_b[y])) for (x, y), c in joint.items())
+
+    binned = [histogram_bins(column, n_bins).tolist() for column in codes.T]
+    gaps = []
+    for factor in factors.T:
+        factor = factor.tolist()
+        informations = sorted((mutual_info(code, factor) for code in binned), reverse=True)
+        gaps.append((informations[0] - informations[1]) / mutual_info(factor, factor))
+    return sum(gaps) / len(gaps)
+
+
+def irs_oracle(codes, factors, diff_quantile=0.99, factor_bins=20):
+    """IRS with one boolean mask and one numpy.quantile per factor value."""
+    if factor_bins is not None:
+        factors = np.column_stack([histogram_bins(column, factor_bins) for column in factors.T])
+    active = codes[:, codes.max(axis=0) > codes.min(axis=0)]
+    max_deviations = np.abs(active - active.mean(axis=0)).max(axis=0)
+    irs_matrix = np.empty((active.shape[1], factors.shape[1]))
+    for k, factor in enumerate(factors.T):
+        values = np.unique(factor)
+        total = np.zeros(active.shape[1])
+        for value in values:
+            group = active[factor == value]
+            total += np.quantile(np.abs(group - group.mean(axis=0)), diff_quantile, axis=0)
+        irs_matrix[:, k] = 1 - total / len(values) / max_deviations
+    return np.average(irs_matrix.max(axis=1), weights=max_deviations)
+
+
+def test_discretize_matches_histogram_definition():
+    values = np.random.default_rng(3).normal(size=(500, 3))
+    values[:, 2] = 7.0
+    bins = metrics.discretize(values)
+    for column, column_bins in zip(values.T, bins.T):
+        np.testing.assert_array_equal(column_bins, histogram_bins(column) - 1)
+    assert bins[:, 0].min() == 0 and bins[:, 0].max() == 19
+    assert np.unique(bins[:, 2]).size == 1
+    np.testing.assert_array_equal(metrics.discretize(values[:, 0], n_bins=5), histogram_bins(values[:, 0], 5) - 1)
+
+
+@pytest.mark.parametrize("n_bins", [20, 7])
+def test_mig_matches_loop_oracle(n_bins):
+    factors = make_factors(400, sizes=(2, 5, 3), seed=4)
+    codes = noisy_codes(factors)
+    assert metrics.mig(codes, factors, n_bins=n_bins) == pytest.approx(mig_oracle(codes, factors, n_bins), rel=1e-12)
+
+
+@pytest.mark.parametrize(("diff_quantile", "factor_bins"), [(0.99, 20), (1.0, 20), (0.5, None), (0.99, 4)])
+def test_irs_matches_loop_oracle(diff_quantile, factor_bins):
+    # Unequal group sizes, a factor with more values than 20 bins, and a constant code.
+    rng = np.random.default_rng(5)
+    skewed = rng.choice(4, 300, p=[0.1, 0.2, 0.3, 0.4])
+    factors = np.column_stack([rng.integers(0, 3, 300), rng.integers(0, 30, 300), skewed])
+    codes = np.column_stack([noisy_codes(factors), np.full(300, 2.5)])
+    expected = irs_oracle(codes, factors, diff_quantile, factor_bins)
+    actual = metrics.irs(codes, factors, diff_quantile=diff_quantile, factor_bins=factor_bins)
+    assert actual == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Known answers.
+
+
+def test_factors_as_codes_score_near_one():
+    factors = make_factors()
+    codes = factor_codes(factors)
+    # Measured: MIG 0.998 (the other codes share a little spurious information with each factor), IRS 1 exactly.
+    assert metrics.mig(codes, factors) > 0.99
+    assert metrics.irs(codes, factors) == 1.0
+    # Measured: D = C = 1 - 6e-10 (the 1e-11 smoothing), informativeness 1.
+    d, c, i = metrics.dci(codes, factors)
+    assert d > 0.999 and c > 0.999 and i == 1.0
+
+
+def test_sap_of_factors_is_the_accuracy_gap_over_chance():
+    # SAP compares raw accuracies: a factor's own code scores at most 1 while an unrelated code scores about chance
+    # (1/2 for a binary factor under balanced class weights), so even perfect codes stay well below 1. On the integer
+    # factor values, one-code linear SVMs reach accuracies 1, 1, 0.79, 1 (four ordered classes are not all
+    # separable); measured SAP 0.569.
+    factors = make_factors()
+    assert metrics.sap(factors.astype(float), factors) == pytest.approx(0.57, abs=0.03)
+    # Squared correlations (continuous scoring) give the factors themselves 1 minus a runner-up near 0.
+    assert metrics.sap(factor_codes(factors), factors, continuous_factors=True) > 0.99
+
+
+def test_rotation_lowers_scores():
+    factors = make_factors()
+    codes, rotated = factor_codes(factors), hadamard_codes(factors)
+    # Measured on the rotation: MIG 0.016, SAP 0.019, DCI disentanglement 0.007 (from 0.998, 0.338, 1).
+    assert metrics.mig(rotated, factors) < 0.5 * metrics.mig(codes, factors)
+    assert metrics.sap(rotated, factors) < 0.5 * metrics.sap(codes, factors)
+    assert metrics.dci(rotated, factors).disentanglement < 0.5
+
+
+def test_pure_noise_scores_near_zero():
+    factors = make_factors()
+    noise = np.random.default_rng(6).uniform(size=(len(factors), 5))
+    # Measured: MIG 0.002, SAP 0.007, IRS 0.013 (uniform codes: the 0.99-quantile of |z - E z| is almost the
+    # maximum; Gaussian codes score 0.26), DCI disentanglement and completeness 1e-4.
+    assert metrics.mig(noise, factors) < 0.01
+    assert metrics.sap(noise, factors) < 0.03
+    assert metrics.irs(noise, factors) < 0.05
+    d, c, _ = metrics.dci(noise, factors, estimator="random_forest")
+    assert d < 0.05 and c < 0.05
+
+
+def test_duplicated_factor():
+    factors = make_factors()
+    codes = factor_codes(factors)
+    duplicated = np.column_stack([codes[:, :1], codes])
+    # Two identical codes share factor 0's information: its MIG and SAP gaps are exactly 0.
+    assert metrics.mig(duplicated[:, :2], factors[:, 0]) == 0.0
+    assert metrics.sap(duplicated[:, :2], factors[:, 0]) == 0.0
+    n_factors = factors.shape[1]
+    assert metrics.mig(duplicated, factors) < metrics.mig(codes, factors) - 0.9 / n_factors
+    assert metrics.sap(duplicated, factors) < metrics.sap(codes, factors) - 0.4 / n_factors
+    # Factor 0's importance spreads over two codes: completeness drops (measured 1 -> 0.90), disentanglement stays.
+    d, c, _ = metrics.dci(duplicated, factors)
+    assert c < 0.95 and d > 0.99
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Invariances.
+
+
+def test_permuting_codes_changes_nothing():
+    factors = make_factors()
+    codes = noisy_codes(factors)
+    permuted = codes[:, [3, 0, 4, 2, 1]]
+    assert metrics.mig(permuted, factors) == metrics.mig(codes, factors)
+    assert metrics.sap(permuted, factors) == metrics.sap(codes, factors)
+    assert metrics.irs(permuted, factors) == pytest.approx(metrics.irs(codes, factors), rel=1e-14)
+    # A random forest draws its candidate features by position, so permuted codes grow other trees: DCI agrees to a
+    # tolerance only.
+    np.testing.assert_allclose(metrics.dci(permuted, factors, estimator="random_forest"),
+                               metrics.dci(codes, factors, estimator="random_forest"), atol=0.02)
+
+
+def test_affine_maps_of_codes():
+    factors = make_factors(800)
+    codes = noisy_codes(factors)
+    scale, shift = np.array([3.0, -0.5, 20.0, -1e-3, 1.0]), np.array([1.0, -4.0, 0.0, 100.0, 0.5])
+    mapped = codes * scale + shift
+    # MIG's equal-width bins move with any affine map of a code (a negative scale reverses their order).
+    assert metrics.mig(mapped, factors) == pytest.approx(metrics.mig(codes, factors), rel=1e-12)
+    # Squared correlations are affine invariant.
+    assert metrics.sap(mapped, factors, continuous_factors=True) == pytest.approx(
+        metrics.sap(codes, factors, continuous_factors=True), rel=1e-12)
+    # IRS weighs codes by their spread: invariant to shifts, sign flips and one common scale only.
+    flipped = 2.5 * codes * np.sign(scale) + shift
+    assert metrics.irs(flipped, factors) == pytest.approx(metrics.irs(codes, factors), rel=1e-12)
+    assert metrics.irs(mapped, factors) != pytest.approx(metrics.irs(codes, factors), rel=1e-3)
+    # Trees split on order only: an increasing map of every code leaves DCI unchanged (a map that merges values
+    # once the trees round the codes to float32 would not).
+    increasing = codes * np.array([3.0, 0.5, 20.0, 2.0, 1.0]) + np.array([1.0, -4.0, 0.0, 10.0, 0.5])
+    np.testing.assert_allclose(metrics.dci(increasing, factors), metrics.dci(codes, factors), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Edge cases with defined values.
+
+
+def test_single_factor_as_1d_array():
+    factors = make_factors()
+    codes = noisy_codes(factors)
+    for metric in (metrics.mig, metrics.sap, metrics.irs):
+        assert metric(codes, factors[:, 1]) == metric(codes, factors[:, [1]])
+    d, c, i = metrics.dci(codes, factors[:, 1], estimator="random_forest")
+    assert d == pytest.approx(1.0, rel=1e-12)  # with one factor every code is specific to it
+    assert 0 <= c <= 1 and 0 <= i <= 1
+
+
+def test_constant_factors_are_left_out():
+    factors = make_factors()
+    codes = noisy_codes(factors)
+    with_constant = np.column_stack([factors[:, 0], np.full(len(factors), 3), factors[:, 1:]])
+    for metric in (metrics.mig, metrics.sap, metrics.irs):
+        assert metric(codes, with_constant) == metric(codes, factors)
+    assert metrics.dci(codes, with_constant, estimator="random_forest") == metrics.dci(
+        codes, factors, estimator="random_forest")
+
+
+def test_constant_codes():
+    factors = make_factors()
+    codes = factor_codes(factors)
+    constant = np.zeros((len(factors), 2))
+    # A constant code carries no information: it does not change MIG or IRS.
+    assert metrics.mig(np.column_stack([codes, constant]), factors) == metrics.mig(codes, factors)
+    assert metrics.irs(np.column_stack([codes, constant]), factors) == metrics.irs(codes, factors)
+    # Only constant codes: IRS is 0 by definition, MIG and SAP 0, DCI's importances vanish.
+    assert metrics.irs(constant, factors) == 0.0
+    assert metrics.mig(constant, factors) == 0.0
+    assert metrics.sap(constant, factors) == 0.0
+    assert metrics.sap(constant, factors, continuous_factors=True) == 0.0
+    d, c, i = metrics.dci(constant, factors, estimator="random_forest")
+    assert d == pytest.approx(0, abs=1e-9) and c == pytest.approx(0, abs=1e-9) and 0 < i < 1
+
+
+def test_factor_value_missing_from_the_training_split():
+    # The only sample with factor value 1 falls in the test split (the split that random_state=0 draws), so the
+    # classifiers see one class: they predict it everywhere, 9 of the 10 test samples right, and learn no importance.
+    factor = np.zeros(30, dtype=int)
+    _, test = metrics._split(30, 1 / 3, np.random.RandomState(0))
+    factor[test[0]] = 1
+    codes = np.random.default_rng(8).normal(size=(30, 3))
+    assert metrics.sap(codes, factor, random_state=0) == 0.0
+    d, c, i = metrics.dci(codes, factor, random_state=0)
+    assert d == pytest.approx(1.0, rel=1e-12) and c == pytest.approx(0.0, abs=1e-12) and i == 0.9
+
+
+def test_deterministic_for_a_seed():
+    factors = make_factors(600)
+    codes = noisy_codes(factors)
+    assert metrics.sap(codes, factors, random_state=3) == metrics.sap(codes, factors, random_state=3)
+    assert metrics.dci(codes[:, :2], factors, random_state=3) == metrics.dci(codes[:, :2], factors, random_state=3)
+
+
+def test_float_and_bool_factors_are_discrete_labels():
+    factors = make_factors(600)
+    codes = noisy_codes(factors)
+    as_floats = factors * 0.37 - 5
+    assert metrics.mig(codes, as_floats) == metrics.mig(codes, factors)
+    assert metrics.sap(codes, factors[:, 0].astype(bool)) == metrics.sap(codes, factors[:, 0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input.
+
+GOOD_CODES = np.random.default_rng(7).normal(size=(40, 3))
+GOOD_FACTORS = np.arange(40).reshape(-1, 1) % 4
+ALL_METRICS = [metrics.mig, metrics.sap, metrics.irs, metrics.dci]
+
+
+def with_value(array, index, value):
+    array = np.array(array, dtype=float)
+    array[index] = value
+    return array
+
+
+@pytest.mark.parametrize("metric", ALL_METRICS)
+@pytest.mark.parametrize(("codes", "factors", "message"), [
+    (GOOD_CODES[:30], GOOD_FACTORS, "codes: has 30 rows but factors has 40"),
+    (GOOD_CODES[:, 0], GOOD_FACTORS, r"codes: must be a 2-D array, got shape \(40,\)"),
+    (GOOD_CODES[..., None], GOOD_FACTORS, "codes: must be a 2-D array"),
+    (GOOD_CODES, GOOD_FACTORS[..., None], "factors: must be a 1-D or 2-D array"),
+    (with_value(GOOD_CODES, (3, 1), np.nan), GOOD_FACTORS, "codes: contains NaN or infinite values"),
+    (GOOD_CODES, with_value(GOOD_FACTORS, (0, 0), np.inf), "factors: contains NaN or infinite values"),
+    (GOOD_CODES.astype(str), GOOD_FACTORS, "codes: must hold real numbers"),
+    (GOOD_CODES, GOOD_FACTORS.astype(complex), "factors: must hold real numbers"),
+    ([[1.0, 2.0], [3.0]], GOOD_FACTORS[:2], "codes: cannot be read as a numeric array"),
+    (GOOD_CODES[:1], GOOD_FACTORS[:1], "codes: .* needs at least 2 samples, got 1"),
+    (GOOD_CODES, np.ones((40, 2)), "factors: every factor column is constant"),
+    (GOOD_CODES, np.empty((40, 0)), "factors: needs at least one factor column"),
+    (GOOD_CODES[:, :0], GOOD_FACTORS, "codes: .* needs at least . code columns, got 0"),
+])
+def test_bad_data_raises(metric, codes, factors, message):
+    with pytest.raises(ValueError, match=message):
+        metric(codes, factors)
+
+
+@pytest.mark.parametrize("metric", [metrics.mig, metrics.sap, metrics.dci])
+def test_continuous_factors_rejected_where_discrete_needed(metric):
+    factors = np.column_stack([GOOD_FACTORS[:, 0], np.linspace(0, 1, 40)])
+    with pytest.raises(ValueError, match=r"factors: column 1 has 40 distinct values in 40 samples.*discretize"):
+        metric(GOOD_CODES, factors)
+
+
+def test_continuous_factors_accepted_where_defined():
+    factors = np.column_stack([GOOD_FACTORS[:, 0], np.linspace(0, 1, 40)])
+    assert 0 <= metrics.sap(GOOD_CODES, factors, continuous_factors=True) <= 1
+    assert 0 <= metrics.irs(GOOD_CODES, factors) <= 1
+    with pytest.raises(ValueError, match="factors: column 1 has 40 distinct values"):
+        metrics.irs(GOOD_CODES, factors, factor_bins=None)
+
+
+@pytest.mark.parametrize("metric", [metrics.mig, metrics.sap])
+def test_top_two_metrics_need_two_codes(metric):
+    with pytest.raises(ValueError, match="codes: (MIG|SAP) needs at least 2 code columns, got 1"):
+        metric(GOOD_CODES[:, :1], GOOD_FACTORS)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: metrics.mig(GOOD_CODES, GOOD_FACTORS, n_bins=0), "n_bins: must be a positive int"),
+    (lambda: metrics.discretize(GOOD_CODES, n_bins=2.5), "n_bins: must be a positive int"),
+    (lambda: metrics.discretize([[np.nan]]), "values: contains NaN"),
+    (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, test_size=0), r"test_size: must be a fraction in \(0, 1\)"),
+    (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, test_size=1.0), r"test_size: must be a fraction in \(0, 1\)"),
+    (lambda: metrics.sap(GOOD_CODES[:2], GOOD_FACTORS[:2], test_size=0.6), "test_size: 0.6 of 2 samples leaves none"),
+    (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, random_state="a"), "random_state: must be None, an int"),
+    (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, continuous_factors="yes"), "continuous_factors: must be True"),
+    (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="svm"), "estimator: must be one of"),
+    (lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, diff_quantile=1.5), r"diff_quantile: must be a number in \[0, 1\]"),
+    (lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, factor_bins=0), "factor_bins: must be a positive int or None"),
+])
+def test_bad_parameters_raise(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
