@@ -348,3 +348,17 @@ def test_bandwidth_objective_matches_the_core_and_central_differences(level1, ce
     h = 1e-5
     numeric = [(f_at(h * e) - f_at(-h * e)) / (2 * h) for e in np.eye(len(sizes))[learned]]
     np.testing.assert_allclose(gradient[learned], numeric, rtol=1e-7, atol=1e-9 * abs(f))
+
+
+def test_penalty_with_adam_survives_an_iterate_that_loses_rank():
+    # Few outer iterations with mu = 1, 8: on noisy sprites the inner Adam solves shrink level 1's columns to ~0
+    # (singular values 1e-14 after the second outer iteration), so the iterate has no unique polar factor.
+    from rkm.datasets import make_sprites
+
+    images, _ = make_sprites(200, random_state=0, noise="background")
+    options = {"inner": "adam", "lr": 1e-3, "mu0": 1.0, "tau0": 0.1, "growth": 8, "max_outer": 2}
+    model = ConstrainedDeepRKM((10, 5), solver="penalty", max_iter=10**6, solver_options=options, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        model.fit(images.reshape(200, -1))
+    assert model.solver_result_.feasibility_unpolished > 1.0
+    assert model.feasibility_ <= 1e-12 and np.isfinite(model.objective_)

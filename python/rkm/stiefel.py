@@ -181,6 +181,17 @@ def _polar(Z, name):
         raise ValueError(f"{name}: has rank below p = {Z.shape[1]}: it has no nearest orthonormal matrix") from None
 
 
+def _polish(H):
+    """The penalty's final iterate mapped onto the constraint set: its polar factor, or for a rank-deficient
+    iterate (few outer iterations with a small mu can shrink columns to zero) U V^T of its thin SVD, one of its
+    nearest orthonormal matrices (the nearest one is not unique then)."""
+    try:
+        return _core.polar_orthonormalize(H)
+    except ValueError:
+        U, _, Vt = np.linalg.svd(H, full_matrices=False)
+        return U @ Vt
+
+
 def project(Z):
     """The nearest matrix with orthonormal columns: the polar factor Z (Z^T Z)^(-1/2) = U V^T.
 
@@ -510,7 +521,7 @@ def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
                 nit=nit + diverged.nit,
             ) from None
         nit, n_outer = nit + inner_nit, n_outer + 1
-        x = _polar(H, "H0") if o["polish"] else H
+        x = _polish(H) if o["polish"] else H
         f, G = objective(x)
         grad_norm = float(np.linalg.norm(riemannian_gradient(x, G)))
         unpolished = float(np.linalg.norm(H.T @ H - np.eye(H.shape[1])))
