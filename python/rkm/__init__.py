@@ -12,6 +12,8 @@ from rkm.kpca import KernelPCA
 from rkm.constr_drkm import ConstrainedDeepRKM
 from rkm.deep import DeepRKM
 from rkm.lssvm import LSSVMClassifier, LSSVMRegressor
+from rkm.multiview import MultiViewRKM
+from rkm.forecast import RKMForecaster
 from rkm.pmf import KernelPMF
 
 __version__ = _core.__version__
@@ -24,6 +26,8 @@ __all__ = [
     "ConstrainedDeepRKM",
     "KernelSVD",
     "KernelPMF",
+    "MultiViewRKM",
+    "RKMForecaster",
     "features",
     "metrics",
     "stiefel",

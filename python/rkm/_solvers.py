@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
+from sklearn.utils import check_random_state
 
 from rkm import _core
 from rkm._base import blas_threads, thread_count
@@ -16,6 +17,8 @@ from rkm._base import blas_threads, thread_count
 MEMORY_SLACK_BYTES = 128 * 2**20
 # Bytes of each kernel-build thread's buffers (the core's kBandBytes chunk and its tiles).
 KERNEL_BUILD_THREAD_BYTES = 5 * 2**20
+# Below this many rows a full LAPACK decomposition is as fast as the Krylov solver.
+DENSE_MAX_SAMPLES = 200
 
 
 def numerically_positive(eigenvalues, dtype):
@@ -193,7 +196,7 @@ def finite_or_raise(values, method):
     return values
 
 
-def warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
+def warn_not_converged(residuals, n_iter, max_iter, tol, dtype, model="KernelPCA", stacklevel=4):
     tol = f"tol {tol:g}" if tol is not None else "the default tol"
     if n_iter < max_iter:
         advice = "use float64 or a larger tol" if dtype == np.float32 else "use a larger tol"
@@ -206,7 +209,50 @@ def warn_not_converged(residuals, n_iter, max_iter, tol, dtype):
             f"reached max_iter = {max_iter} block products with relative residuals up to {residuals.max():.2e} "
             f"({tol}); increase max_iter"
         )
-    warnings.warn(f"KernelPCA: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=4)
+    warnings.warn(f"{model}: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=stacklevel)
+
+
+def prefer_dense(n, n_components):
+    """Whether a full LAPACK decomposition of an n x n matrix beats the Krylov solver for n_components pairs:
+    up to DENSE_MAX_SAMPLES rows, or when more than a fifth of the spectrum is wanted."""
+    return n <= DENSE_MAX_SAMPLES or 5 * n_components > n
+
+
+def leading_eigenpairs(A, n_components, solver, *, n_threads=None, random_state=None, tol=None, max_iter=None,
+                       model="KernelPCA"):
+    """The n_components largest eigenpairs of the symmetric matrix A, descending, signs fixed.
+
+    solver "dense": LAPACK on the whole matrix; "krylov": the core's restarted block Krylov solver (it reads the
+    lower triangle of A only) from a Gaussian start block seeded by random_state, warning with
+    ConvergenceWarning (naming `model`) when it stops short of tol.
+
+    Returns
+    -------
+    w : ndarray of shape (n_components,)
+    V : ndarray of shape (n, n_components)
+    residuals : ndarray of shape (n_components,)
+        ||A v - w v|| / max |w|.
+    n_iter : int
+        Block products of the Krylov solver (1 for dense).
+    """
+    if solver == "dense":
+        with blas_threads(thread_count(n_threads)):
+            w, V = _core.eigh(A, n_threads)
+        w, V = w[:n_components], np.ascontiguousarray(V[:, :n_components])
+        residuals = np.linalg.norm(A @ V - V * w, axis=0) / max(abs(w).max(), np.finfo(float).tiny)
+        return w, V, residuals, 1
+    rng = check_random_state(random_state)
+    block = krylov_block_size(n_components, A.shape[0])
+    start = rng.standard_normal((A.shape[0], block)).astype(A.dtype)
+    max_iter = max_iter or _core.default_max_iter(n_components, block)
+    # Thin blocks are multiplied by the core's own OpenMP kernel: BLAS then only does small products and
+    # runs single-threaded, so that its idle threads do not spin against the OpenMP ones.
+    blas = 1 if block <= _core.THIN_BLOCK_COLUMNS else thread_count(n_threads)
+    with blas_threads(blas):
+        w, V, residuals, n_iter, converged = _core.top_eigsh(A, n_components, start, tol, max_iter, n_threads)
+    if not converged:
+        warn_not_converged(residuals, n_iter, max_iter, tol, A.dtype, model, stacklevel=6)
+    return w, V, residuals, n_iter
 
 
 def fix_signs(V):

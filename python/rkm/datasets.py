@@ -55,6 +55,7 @@ __all__ = [
     "render_sprites",
     "sprites_factor_indices",
     "SpriteGrid",
+    "load_santafe_laser",
 ]
 
 _MNIST_SIZE = 5000
@@ -934,3 +935,35 @@ def make_sprites(n_samples=None, random_state=None, noise=None, *,
         images[start:start + len(batch)] = _paint(
             batch, rng.standard_normal((*batch.shape, 3)), dtype)
     return images, _factor_values(indices)
+
+
+# --------------------------------------------------------------------------
+# Santa Fe laser series (Achten et al., 2023, section 5)
+# --------------------------------------------------------------------------
+
+def load_santafe_laser():
+    """The Santa Fe laser series: data set A of the Santa Fe time-series competition (Weigend and Gershenfeld,
+    1993), 10 093 intensity readings of a far-infrared laser in a chaotic state.
+
+    Read from the copy that ``reservoirpy`` ships (offline); install it with ``pip install reservoirpy`` or the
+    ``santafe`` extra (``pip install 'rkm[santafe]'``). The multi-view RKM paper trains on the first 1000 values
+    and forecasts the next 100.
+
+    Returns
+    -------
+    ndarray of shape (10093,), float64
+        The series (integer readings from 0 to 255).
+
+    Raises
+    ------
+    ImportError
+        When reservoirpy is not installed.
+    """
+    try:
+        from reservoirpy.datasets import santafe_laser
+    except ImportError as error:
+        raise ImportError(
+            "load_santafe_laser needs the reservoirpy package, which ships the series: pip install reservoirpy "
+            "(or pip install 'rkm[santafe]')"
+        ) from error
+    return np.asarray(santafe_laser(), dtype=np.float64).ravel()

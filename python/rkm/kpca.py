@@ -23,12 +23,11 @@ from rkm._base import (
     check_memory,
     check_n_threads,
     check_positive,
-    thread_count,
 )
 from rkm._dask import is_dask_array
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
-from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mean
+from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
 
 _METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
 _PRIMAL_METHODS = ("nystrom", "rff")
@@ -36,8 +35,7 @@ _LANDMARKS = ("uniform", "kmeans++", "renyi")
 _EIGEN_SOLVERS = ("auto", "dense", "krylov")
 _SCALINGS = ("hidden", "score", "sklearn")
 _PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
-# Below this many samples a full LAPACK decomposition is as fast as the Krylov solver.
-_DENSE_MAX_SAMPLES = 200
+_DENSE_MAX_SAMPLES = _solvers.DENSE_MAX_SAMPLES
 # Beyond this many samples an explicitly requested dense solve warns with its expected time: LAPACK runs for
 # minutes and cannot be interrupted.
 _DENSE_WARN_SAMPLES = 8000
@@ -291,8 +289,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return method if method in _PRIMAL_METHODS else "krylov"
         if self.eigen_solver != "auto":
             return self.eigen_solver
-        dense = n_samples <= _DENSE_MAX_SAMPLES or 5 * n_components > n_samples
-        return "dense" if dense else "krylov"
+        return "dense" if _solvers.prefer_dense(n_samples, n_components) else "krylov"
 
     def _dense_fit_memory(self, n_samples, n_features, n_components, dtype):
         solver = self._resolve_solver(n_samples, n_components, "dense")
@@ -318,26 +315,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return "nystrom"
 
     def _dense_eigenpairs(self, K, n_components, solver):
-        if solver == "dense":
-            with blas_threads(thread_count(self.n_threads)):
-                w, V = _core.eigh(K, self.n_threads)
-            w, V = w[:n_components], np.ascontiguousarray(V[:, :n_components])
-            residuals = np.linalg.norm(K @ V - V * w, axis=0) / max(abs(w).max(), np.finfo(float).tiny)
-            return w, V, residuals, 1
-        rng = check_random_state(self.random_state)
-        block = _solvers.krylov_block_size(n_components, K.shape[0])
-        start = rng.standard_normal((K.shape[0], block)).astype(K.dtype)
-        max_iter = self.max_iter or _core.default_max_iter(n_components, block)
-        # Thin blocks are multiplied by the core's own OpenMP kernel: BLAS then only does small products and
-        # runs single-threaded, so that its idle threads do not spin against the OpenMP ones.
-        blas = 1 if block <= _core.THIN_BLOCK_COLUMNS else thread_count(self.n_threads)
-        with blas_threads(blas):
-            w, V, residuals, n_iter, converged = _core.top_eigsh(
-                K, n_components, start, self.tol, max_iter, self.n_threads
-            )
-        if not converged:
-            _solvers.warn_not_converged(residuals, n_iter, max_iter, self.tol, K.dtype)
-        return w, V, residuals, n_iter
+        return _solvers.leading_eigenpairs(
+            K, n_components, solver, n_threads=self.n_threads, random_state=self.random_state, tol=self.tol,
+            max_iter=self.max_iter,
+        )
 
     def _fit_dense(self, X, n_components, solver):
         """Eigenpairs of the stored kernel matrix, and max |K|."""
@@ -705,9 +686,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         Z = self._hidden_to_output(self.H_, "sklearn")
-        K = kernel_matrix(Z, None, name, gamma, degree, coef0, n_threads=self.n_threads).astype(np.float64)
-        K.flat[:: K.shape[0] + 1] += self.preimage_alpha
-        self.preimage_dual_coef_ = np.linalg.solve(K, X.astype(np.float64)).astype(X.dtype)
+        self.preimage_dual_coef_ = ridge_preimage_coefficients(
+            Z, X, (name, gamma, degree, coef0), self.preimage_alpha, self.n_threads
+        ).astype(X.dtype)
 
     def _similarities(self, H):
         """Similarities k(x_j, x*) predicted from hidden features (Gen-RKM eq. 7).

@@ -17,6 +17,14 @@ def with_feature_mean(coefficients):
     return coefficients + (1.0 - coefficients.sum(axis=1, keepdims=True)) / coefficients.shape[1]
 
 
+def ridge_preimage_coefficients(Z, X, kernel, alpha, n_threads=None):
+    """Dual coefficients A of the kernel ridge map z -> k(z, Z) A from points Z (n, q) to inputs X (n, d): the learned
+    pre-image map of Bakir et al. (2004). kernel is a (name, gamma, degree, coef0) spec, alpha the ridge."""
+    K = kernel_matrix(Z, None, *kernel, n_threads=n_threads).astype(np.float64)
+    K.flat[:: K.shape[0] + 1] += alpha
+    return np.linalg.solve(K, X.astype(np.float64))
+
+
 def kernel_smoother(similarities, X_train, n_neighbors):
     """Kernel-smoother pre-image (Gen-RKM eq. 8).
 

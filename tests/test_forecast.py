@@ -1,0 +1,154 @@
+"""rkm.RKMForecaster: exact forecasts of a sum of sinusoids by all four solvers, the rescaling ablation,
+multivariate series, standardization, shapes, bad input, and rkm.datasets.load_santafe_laser.
+
+RKMForecaster.fit takes a series, not (X, y), so scikit-learn's estimator checks do not apply to it.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+from rkm import RKMForecaster, datasets
+
+SOLVERS = ("primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel")
+
+
+@pytest.fixture(scope="module")
+def sines():
+    """x_t = sin(2 pi t + phi_1) + 0.2 sin(2 pi 2.3 t + phi_2) sampled every 0.05: 400 values to train, 100 to
+    test. It obeys an exact linear recursion of order 4, so lagged windows span a 4-dimensional space."""
+    series = datasets.make_sum_of_sines(500, frequencies=(1.0, 2.3), amplitudes=(1.0, 0.2), dt=0.05,
+                                        random_state=0).data
+    return series[:400], series[400:]
+
+
+@pytest.fixture(scope="module")
+def sine_forecasts(sines):
+    train, _ = sines
+    return {solver: RKMForecaster(40, 4, kernel="linear", solver=solver, random_state=0).fit(train)
+            for solver in SOLVERS}
+
+
+def test_all_solvers_forecast_a_sum_of_sines_exactly(sines, sine_forecasts):
+    _, test = sines
+    forecasts = {solver: model.predict(100) for solver, model in sine_forecasts.items()}
+    for solver, forecast in forecasts.items():
+        assert forecast.shape == (100,)
+        # Measured test MSE: about 1e-28 (eig solvers, dual Stiefel) and 1e-19 (primal Stiefel).
+        assert np.mean((forecast - test) ** 2) < 1e-16
+        np.testing.assert_allclose(forecast, forecasts["dual_eig"], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(sine_forecasts[solver].eigenvalues_, sine_forecasts["dual_eig"].eigenvalues_,
+                                   rtol=1e-8)
+    assert {model.solver_ for model in sine_forecasts.values()} == set(SOLVERS)
+
+
+def test_latent_components_agree_across_solvers(sine_forecasts):
+    reference = sine_forecasts["dual_eig"].model_.H_
+    for solver, model in sine_forecasts.items():
+        np.testing.assert_allclose(model.model_.H_, reference, atol=1e-6, err_msg=solver)
+
+
+def test_without_rescaling_the_forecasts_collapse(sines, sine_forecasts):
+    train, test = sines
+    plain = RKMForecaster(40, 4, kernel="linear", solver="primal_eig", rescale=False).fit(train)
+    # The paper's Fig. 7: the latents are those of the rescaled model up to a scale per component...
+    rescaled = sine_forecasts["primal_eig"]
+    np.testing.assert_allclose(plain.model_.H_ * np.sqrt(plain.eigenvalues_), rescaled.model_.H_, atol=1e-10)
+    # ... but the forecasts lose the variance of the series (measured MSE 0.516 against a variance of 0.516).
+    error = np.mean((plain.predict(100) - test) ** 2)
+    assert error > 0.5 * np.var(test)
+    assert error > 1e10 * np.mean((rescaled.predict(100) - test) ** 2)
+
+
+def test_auto_solver_and_implicit_kernels(sines):
+    train, test = sines
+    assert RKMForecaster(40, 4, kernel="linear").fit(train).solver_ == "primal_eig"
+    model = RKMForecaster(20, 30, kernel="rbf", gamma=0.05).fit(train)
+    assert model.solver_ == "dual_eig" and model.eigenvalues_.shape == (30,)
+    assert np.mean((model.predict(50) - test[:50]) ** 2) < 1e-3 * np.var(test)
+
+
+def test_random_fourier_features_primal_equals_dual(sines):
+    train, _ = sines
+    primal, dual = (RKMForecaster(10, 8, kernel="rbf", gamma=0.1, features="rff", n_features=60, solver=solver,
+                                  random_state=0).fit(train) for solver in ("primal_eig", "dual_eig"))
+    np.testing.assert_allclose(primal.eigenvalues_, dual.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(primal.predict(30), dual.predict(30), atol=1e-8)
+    nystroem = RKMForecaster(10, 8, gamma=0.1, features="nystroem", n_features=50, random_state=0).fit(train)
+    # Nyström keeps the landmarks' numerically positive directions: at most 50 features.
+    assert 0 < nystroem.model_.view_dims_[0] <= 50 and nystroem.model_.view_dims_[1] == 1
+    assert np.all(np.isfinite(nystroem.predict(5)))
+
+
+def test_multivariate_series(sines):
+    t = 0.05 * np.arange(300)
+    series = np.column_stack([np.sin(2 * np.pi * t) + 3.0, 2.0 * np.cos(2 * np.pi * 1.7 * t) - 1.0])
+    model = RKMForecaster(12, 4, kernel="linear", random_state=0).fit(series[:250])
+    assert model.n_series_ == 2 and model.window_.shape == (12, 2)
+    forecast = model.predict(50)
+    assert forecast.shape == (50, 2)
+    np.testing.assert_allclose(forecast, series[250:], atol=1e-8)
+    # A 2-D series of one column keeps its second axis.
+    assert RKMForecaster(12, 2, kernel="linear").fit(series[:250, :1]).predict(5).shape == (5, 1)
+
+
+def test_standardization_makes_forecasts_affine_equivariant(sines):
+    train, _ = sines
+    params = dict(lag=15, n_components=10, kernel="rbf", gamma=0.1)
+    model = RKMForecaster(**params).fit(train)
+    shifted = RKMForecaster(**params).fit(3.0 * train + 10.0)
+    np.testing.assert_allclose(shifted.mean_, 3.0 * model.mean_ + 10.0)
+    np.testing.assert_allclose(shifted.scale_, 3.0 * model.scale_)
+    np.testing.assert_allclose(shifted.predict(20), 3.0 * model.predict(20) + 10.0, rtol=1e-9)
+    raw = RKMForecaster(**params, standardize=False).fit(train)
+    np.testing.assert_array_equal(raw.mean_, [0.0])
+    np.testing.assert_array_equal(raw.scale_, [1.0])
+    # A constant series is scaled by 1, not divided by zero.
+    constant = np.column_stack([train, np.full(train.size, 2.0)])
+    assert RKMForecaster(**params).fit(constant).scale_[1] == 1.0
+
+
+@pytest.mark.parametrize("series,params,match", [
+    (np.arange(10.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
+    (np.arange(11.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
+    (np.r_[np.arange(30.0), np.nan], dict(lag=5), "^series: contains NaN or infinity"),
+    (np.r_[np.arange(30.0), np.inf], dict(lag=5), "^series: contains NaN or infinity"),
+    (np.ones((30, 2, 2)), dict(lag=5), "^series: must be a non-empty 1-D or 2-D array"),
+    (np.array(["a"] * 30), dict(lag=5), "^series: must be an array of real numbers"),
+    (np.arange(30.0), dict(lag=0), "^lag: must be a positive int"),
+    (np.arange(30.0), dict(lag=2.5), "^lag: must be a positive int"),
+    (np.arange(30.0), dict(lag=5, features="fourier"), "^features: must be one of"),
+    (np.arange(30.0), dict(lag=5, n_features=0), "^n_features: must be a positive int"),
+    (np.arange(30.0), dict(lag=5, standardize="yes"), "^standardize: must be True or False"),
+    (np.arange(30.0), dict(lag=5, solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
+    (np.arange(30.0), dict(lag=5, n_components=0), "^n_components: must be a positive int"),
+    (np.arange(30.0), dict(lag=5, kernel="foo"), "^kernel: unknown kernel 'foo'"),
+    (np.arange(30.0), dict(lag=5, gamma=-1.0), "^gamma: must be a positive finite number"),
+    (np.arange(30.0), dict(lag=5, output_kernel="bar"), "^output_kernel: unknown kernel 'bar'"),
+    (np.arange(30.0), dict(lag=5, features="rff", kernel="poly"), "^kernel: must be one of rbf, laplacian"),
+])
+def test_bad_input(series, params, match):
+    params = {"n_components": 2, **params}
+    with pytest.raises(ValueError, match=match):
+        RKMForecaster(**params).fit(series)
+
+
+def test_bad_steps(sine_forecasts):
+    model = sine_forecasts["dual_eig"]
+    for steps in (0, -1, 2.0, True, None):
+        with pytest.raises(ValueError, match="^steps: must be a positive int"):
+            model.predict(steps)
+
+
+def test_load_santafe_laser():
+    pytest.importorskip("reservoirpy")
+    series = datasets.load_santafe_laser()
+    assert series.shape == (10093,) and series.dtype == np.float64
+    np.testing.assert_array_equal(series[:5], [86.0, 141.0, 95.0, 41.0, 22.0])
+
+
+def test_load_santafe_laser_without_reservoirpy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "reservoirpy", None)
+    monkeypatch.setitem(sys.modules, "reservoirpy.datasets", None)
+    with pytest.raises(ImportError, match="pip install reservoirpy"):
+        datasets.load_santafe_laser()
