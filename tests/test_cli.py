@@ -61,7 +61,7 @@ def test_demo_exits_cleanly(quick_demo):
 
 def test_demo_eigenvalues_agree(quick_demo):
     for name, result in quick_demo.results["datasets"].items():
-        if result is None or name in ("large_n", "lssvm", "deep", "constr_drkm", "disentanglement"):  # checked in their own tests below
+        if result is None or name in ("large_n", "lssvm", "deep", "constr_drkm", "disentanglement", "forecast"):  # checked in their own tests below
             continue
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
@@ -186,6 +186,14 @@ def test_demo_disentanglement_step(quick_demo):
     # Measured with seed 0: MIG 0.13-0.15 for Constr-DRKM's level-1 codes against 0.03 for kernel PCA's.
     assert scores["Constr-DRKM (10, 5)"]["MIG"] > scores["kernel PCA (10)"]["MIG"]
     assert "Disentanglement of sprites" in quick_demo.text
+
+
+def test_demo_forecast_step(quick_demo):
+    forecast = quick_demo.results["datasets"]["forecast"]
+    assert forecast["agree"] and forecast["spread"] <= cli.FORECAST_AGREEMENT
+    # An exact linear recursion: every algorithm forecasts it to far below the series' variance.
+    assert all(mse <= 1e-8 * forecast["variance"] for mse in forecast["errors"].values())
+    assert "Forecasting a sum of two sines" in quick_demo.text
 
 
 def test_demo_plots(quick_demo):
