@@ -255,8 +255,13 @@ def leading_eigenpairs(A, n_components, solver, *, n_threads=None, random_state=
     return w, V, residuals, n_iter
 
 
-def fix_signs(V):
-    """V with each column oriented so that its entry of largest magnitude is positive (the first one on ties),
-    as the core's eigensolvers and scikit-learn's svd_flip do: eigenvectors then repeat across solvers."""
+def sign_flips(V):
+    """+-1 per column of V: the sign that makes the column's entry of largest magnitude positive (the first one on
+    ties), as the core's eigensolvers and scikit-learn's svd_flip orient eigenvectors."""
     largest = V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])]
-    return V * np.where(largest < 0, -1.0, 1.0)
+    return np.where(largest < 0, -1.0, 1.0)
+
+
+def fix_signs(V):
+    """V with each column oriented by :func:`sign_flips`: eigenvectors then repeat across solvers."""
+    return V * sign_flips(V)

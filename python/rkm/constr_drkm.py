@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rkm import _core, stiefel
 from rkm._constr_levels import bandwidth_objective, levelwise_init
 from rkm._base import blas_threads, check_choices, check_int, check_n_threads, check_positive, thread_count
-from rkm._solvers import fix_signs, numerically_positive
+from rkm._solvers import numerically_positive, sign_flips
 from rkm.kernels import (
     Kernel,
     canonical_kernel_name,
@@ -669,7 +669,7 @@ def _level_statistics(product, H, rotate, center):
         _, Q = np.linalg.eigh(A)
         Q = Q[:, ::-1]
         HQ = H @ Q
-        signs = np.where(np.sum(fix_signs(HQ) * HQ, axis=0) < 0, -1.0, 1.0)
+        signs = sign_flips(HQ)
         H, Q = HQ * signs, Q * signs
         A = Q.T @ A @ Q
     # Centring's column means: those of K (K is symmetric, K 1/N); B's columns sum to 0 so K~ B = C K B.

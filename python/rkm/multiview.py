@@ -39,7 +39,7 @@ from rkm._base import (
     thread_count,
 )
 from rkm._primal import FeatureMoments
-from rkm._solvers import fix_signs
+from rkm._solvers import sign_flips
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec
 from rkm.preimage import kernel_smoother, ridge_preimage_coefficients
 
@@ -148,11 +148,6 @@ def _explicit_features(source, X, name):
     if not np.all(np.isfinite(Phi)):
         raise ValueError(f"{name}: the feature map returned NaN or infinity")
     return np.ascontiguousarray(Phi)
-
-
-def _sign_flips(H):
-    """+-1 per column so that each column of H times it has its entry of largest magnitude positive."""
-    return np.where(np.sum(fix_signs(H) * H, axis=0) < 0, -1.0, 1.0)
 
 
 def _symmetric_power(vectors, values, power):
@@ -524,7 +519,7 @@ class MultiViewRKM(BaseEstimator):
 
     def _flip_signs(self, H):
         """Flips per column so that the largest entry of each column of H is positive (with rotation_)."""
-        flips = _sign_flips(H) if self._diagonal_gamma else np.ones(H.shape[1])
+        flips = sign_flips(H) if self._diagonal_gamma else np.ones(H.shape[1])
         if self.rotation_ is not None and self.rotate:
             self.rotation_ = self.rotation_ * flips
         return flips
