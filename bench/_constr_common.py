@@ -3,6 +3,7 @@ bench/constr_drkm_perf.py: the Table 1 problem, timing, subspace angles, and the
 of a RESULTS.md section."""
 
 import contextlib
+import json
 import os
 import pathlib
 import re
@@ -10,7 +11,7 @@ import time
 import warnings
 
 import numpy as np
-from rkm.benchmarks import write_section
+from rkm.benchmarks import provenance, write_section
 from sklearn.exceptions import ConvergenceWarning
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
@@ -144,3 +145,15 @@ def write_subsection(path, heading, introduction, order, title, text):
     titles = [t for t in order if t in parts] + [t for t in parts if t not in order]
     body = "\n\n".join(f"{t}\n\n{parts[t]}" for t in titles)
     write_section(path, heading, f"{heading}\n\n{introduction}\n\n{body}\n")
+
+
+def write_bench_part(script, stem, records, text, figures, facts, n_threads, section):
+    """Save a bench part's ``records`` as bench/figures/<stem>.json and write its subsection: the provenance line of
+    ``script``, ``facts`` about the run (load, minutes), where its records and ``figures`` are, then ``text``.
+    ``section`` is (heading, introduction, order, title) as :func:`write_subsection` takes them."""
+    raw = FIGURES / f"{stem}.json"
+    raw.write_text(json.dumps(records, indent=0, default=float))
+    shown = ", ".join(f"bench/figures/{p.name}" for p in figures)
+    body = (f"{provenance(script, n_threads)} {facts}. Records: bench/figures/{raw.name}"
+            + (f"; plots: {shown}" if shown else "") + f".\n\n{text}")
+    write_subsection(RESULTS, *section, body)

@@ -12,6 +12,7 @@ import rkm
 from rkm import reference
 from rkm.benchmarks import markdown_table, noisy_digits
 from rkm.features import RandomFourierFeatures
+from rkm.forecast import _lagged_pairs
 from rkm.kernels import RBF
 from rkm.stiefel import random_point
 
@@ -71,8 +72,7 @@ def lag_views(series, lag):
     with its own mean and std: windows [z_{t-lag+1}, ..., z_t] (n, lag) and targets z_{t+1} (n, 1),
     n = len(series) - lag."""
     z = (series - series.mean()) / series.std()
-    windows = np.lib.stride_tricks.sliding_window_view(z[:-1], lag)
-    return np.ascontiguousarray(windows), z[lag:, None].copy()
+    return _lagged_pairs(z[:, None], lag)
 
 
 def load_santafe():

@@ -34,11 +34,10 @@ import json
 import time
 
 import numpy as np
-from _constr_common import FIGURES, RESULTS, core_threads, load_average, log, quiet_convergence, write_subsection
+from _constr_common import FIGURES, core_threads, load_average, log, quiet_convergence, write_bench_part
 
 import rkm
 from rkm import metrics
-from rkm.benchmarks import provenance
 from rkm.datasets import make_sprites, sprites_factor_indices
 
 HEADING = "## Constr-DRKM disentanglement (Tonin et al. 2021, section 5.3)"
@@ -317,13 +316,10 @@ REPORTS = {
 
 
 def write_part(part, records, text, figures, elapsed, n_threads):
-    raw = FIGURES / f"disentanglement_{part}.json"
-    raw.write_text(json.dumps(records, indent=0))
-    shown = ", ".join(f"bench/figures/{p.name}" for p in figures)
-    body = (f"{provenance('bench/disentanglement.py', n_threads)} Load average {load_average():.1f}; "
-            f"{elapsed / 60:.1f} min. Records: bench/figures/{raw.name}" + (f"; plots: {shown}" if shown else "")
-            + f".\n\n{text}")
-    write_subsection(RESULTS, HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part], body)
+    facts = f"Load average {load_average():.1f}; {elapsed / 60:.1f} min"
+    section = (HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part])
+    write_bench_part("bench/disentanglement.py", f"disentanglement_{part}", records, text, figures, facts, n_threads,
+                     section)
 
 
 def main():

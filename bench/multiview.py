@@ -32,11 +32,10 @@ at load average 3-5).
 """
 
 import argparse
-import json
 import time
 
 import numpy as np
-from _constr_common import FIGURES, RESULTS, load_average, log, quiet_convergence, write_subsection
+from _constr_common import FIGURES, load_average, log, quiet_convergence, write_bench_part
 from _multiview_parts import (
     SANTAFE_GAMMA,
     SANTAFE_P,
@@ -59,7 +58,7 @@ from _multiview_parts import (
 )
 
 import rkm
-from rkm.benchmarks import markdown_table, provenance
+from rkm.benchmarks import markdown_table
 
 HEADING = "## Multi-view RKM (Achten, Pandey et al. 2023)"
 INTRODUCTION = (
@@ -379,17 +378,14 @@ def plot_santafe(records):
 # ---------------------------------------------------------------------------------------------------- output
 
 def write_part(part, records, text, figures, elapsed, load_at_start, n_threads):
-    """The part's records as JSON (less the arrays kept for the plots only, keys starting with "_") and its
-    subsection of RESULTS.md."""
-    raw = FIGURES / f"multiview_{part}.json"
+    """The part's records (less the arrays kept for the plots only, keys starting with "_") and its subsection of
+    RESULTS.md."""
     if isinstance(records, dict):
         records = {k: v for k, v in records.items() if not k.startswith("_")}
-    raw.write_text(json.dumps(records, indent=0, default=float))
-    shown = ", ".join(f"bench/figures/{p.name}" for p in figures)
-    body = (f"{provenance('bench/multiview.py', n_threads)} 1-minute load average {load_at_start:.1f} at the "
-            f"start, {load_average():.1f} at the end (other processes share the cores); {elapsed / 60:.1f} min. Records: bench/figures/{raw.name}" + (f"; plots: {shown}" if shown else "")
-            + f".\n\n{text}")
-    write_subsection(RESULTS, HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part], body)
+    facts = (f"1-minute load average {load_at_start:.1f} at the start, {load_average():.1f} at the end (other "
+             f"processes share the cores); {elapsed / 60:.1f} min")
+    section = (HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part])
+    write_bench_part("bench/multiview.py", f"multiview_{part}", records, text, figures, facts, n_threads, section)
 
 
 def run_part(part, args, santafe_series):
