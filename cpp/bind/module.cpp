@@ -6,6 +6,7 @@ namespace rkm::bind {
 
 void bind_stiefel(py::module_& m);
 void bind_constr_drkm(py::module_& m);
+void bind_kae(py::module_& m);
 
 int thread_count(const std::optional<int>& n_threads) {
   if (!n_threads.has_value()) return 0;
@@ -50,4 +51,5 @@ PYBIND11_MODULE(_core, m) {
   rkm::bind::bind_deep(m);
   rkm::bind::bind_stiefel(m);  // before bind_constr_drkm: it registers the base StiefelObjective
   rkm::bind::bind_constr_drkm(m);
+  rkm::bind::bind_kae(m);
 }

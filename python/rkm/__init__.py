@@ -8,6 +8,7 @@ with passive_wait_policy():
 from rkm import features, metrics, stiefel
 from rkm._config import show_config
 from rkm.kernel_svd import KernelSVD
+from rkm.kae import KernelAutoencoder
 from rkm.kpca import KernelPCA
 from rkm.constr_drkm import ConstrainedDeepRKM
 from rkm.deep import DeepRKM
@@ -28,6 +29,7 @@ __all__ = [
     "KernelPMF",
     "MultiViewRKM",
     "RKMForecaster",
+    "KernelAutoencoder",
     "features",
     "metrics",
     "stiefel",

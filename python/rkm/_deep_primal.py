@@ -511,8 +511,8 @@ class _Diverged(Exception):
 class _GuardedObjective:
     """Wraps fun: checks every evaluation, remembers the last good and the best point, counts iterations."""
 
-    def __init__(self, fun, verbose):
-        self.fun, self.verbose = fun, verbose
+    def __init__(self, fun, verbose, stop=None):
+        self.fun, self.verbose, self.stop, self.stopped = fun, verbose, stop, False
         self.nfev, self.nit, self.history = 0, 0, []
         self.last_theta, self.last_f = None, np.nan
         self.best_theta, self.best_f = None, np.inf
@@ -548,6 +548,9 @@ class _GuardedObjective:
         f = self.last_f if np.array_equal(theta, self.last_theta) else self(theta)[0]
         self.history.append(f)
         self._report(f)
+        if self.stop is not None and self.stop(self.history):
+            self.stopped = True
+            raise StopIteration  # L-BFGS-B ends the run and returns the current point
 
     def _report(self, f):
         if self.verbose > 0:
@@ -564,7 +567,7 @@ def _check_start(theta0):
     return theta0
 
 
-def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, verbose=0):
+def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, ftol=None, stop=None, verbose=0):
     """Minimize a smooth objective with L-BFGS-B, the trailing n_eigen entries bounded below by 1e-8.
 
     Parameters
@@ -583,6 +586,12 @@ def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, verbose=
         Stops when the largest entry of the projected gradient falls to tol (L-BFGS-B's gtol). The relative
         decrease test keeps scipy's default ftol (about 2.2e-9): ftol = 1e-6 stops the paper's M2 runs after
         a few iterations on the flat objective near their 0.1-scale starting point.
+    ftol : float or None, default=None
+        L-BFGS-B's relative decrease test, (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol; None keeps
+        scipy's default.
+    stop : callable or None, default=None
+        stop(history) after every iteration, with the objective values so far (the start first): True ends the
+        run as converged (a caller's own stopping rule).
     verbose : int, default=0
         > 0 prints the objective at the start and after every iteration, and the reason for stopping.
 
@@ -609,9 +618,11 @@ def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, verbose=
     verbose = check_int(verbose, "verbose", low=0)
 
     bounds = [(None, None)] * (theta0.size - n_eigen) + [(EIGEN_LOWER_BOUND, None)] * n_eigen
-    guarded = _GuardedObjective(fun, verbose)
+    guarded = _GuardedObjective(fun, verbose, stop)
     # L-BFGS-B tries at most 20 line-search points per iteration: with this budget, max_iter is what binds.
     options = {"maxiter": max_iter, "maxfun": 21 * max_iter + 1, "gtol": tol}
+    if ftol is not None:
+        options["ftol"] = check_positive(ftol, "ftol")
     try:
         result = scipy.optimize.minimize(
             guarded, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options=options, callback=guarded.callback
@@ -634,7 +645,7 @@ def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, verbose=
         fun=guarded.best_f,
         nit=int(result.nit),
         nfev=guarded.nfev,
-        converged=bool(result.success),
+        converged=bool(result.success or guarded.stopped),
         message=message,
         history=np.array(guarded.history),
     )

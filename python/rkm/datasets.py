@@ -47,6 +47,7 @@ __all__ = [
     "SHAPES",
     "make_circles",
     "make_moons",
+    "make_concentric_circles",
     "make_sum_of_sines",
     "make_deep_rkm_regression",
     "SPRITE_SHAPES",
@@ -404,6 +405,39 @@ def make_circles(n_samples=500, noise=0.05, factor=0.5, random_state=None):
     return _from_sklearn(sklearn.datasets.make_circles,
                          f"Two concentric circles (radius ratio {factor:g})",
                          n_samples, noise, random_state, factor=float(factor))
+
+
+def make_concentric_circles(n_samples=600, n_circles=3, noise=0.05, random_state=None):
+    """``n_circles`` noisy concentric circles of radii 1/n_circles, 2/n_circles, ..., 1 (the kernel
+    autoencoder paper's Fig. 3 has three; it gives no radii or noise, these are ours).
+
+    Parameters
+    ----------
+    n_samples : int, default=600
+        Total number of points (at least ``n_circles``), split as evenly as possible between the circles.
+    n_circles : int, default=3
+    noise : float, default=0.05
+        Standard deviation of the isotropic Gaussian noise.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the angles (uniform), the noise and the shuffling.
+
+    Returns
+    -------
+    Bunch
+        ``data`` : ndarray of shape (n_samples, 2), noisy points; ``clean`` : the points before noise;
+        ``target`` : ndarray of shape (n_samples,), the circle of each point (0 innermost); ``description``.
+    """
+    n_circles = _check_int(n_circles, "n_circles", 1)
+    n_samples = _check_int(n_samples, "n_samples", n_circles)
+    noise = _check_real(noise, "noise")
+    rng = check_random_state(random_state)
+    target = np.arange(n_samples) % n_circles
+    angle = rng.uniform(0.0, 2.0 * np.pi, n_samples)
+    clean = ((target + 1.0) / n_circles)[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
+    data = _add_noise(clean, noise, rng)
+    order = rng.permutation(n_samples)
+    return Bunch(data=data[order], clean=clean[order], target=target[order],
+                 description=f"{n_circles} concentric circles with Gaussian noise (std {noise:g}); {n_samples} x 2")
 
 
 def make_moons(n_samples=500, noise=0.05, random_state=None):

@@ -12,7 +12,8 @@ Its modules mirror the core's (``cpp/core``): :mod:`~rkm.reference.kernels`
 :mod:`~rkm.reference.features` (random Fourier features) and
 :mod:`~rkm.reference.lssvm` (the LS-SVM dual system), :mod:`~rkm.reference.deep` (the deep RKM's
 reduced-set objective and level-wise solvers), :mod:`~rkm.reference.stiefel` (optimization on the Stiefel
-manifold) and :mod:`~rkm.reference.constr_drkm` (the constrained deep RKM's objective); every public
+manifold), :mod:`~rkm.reference.constr_drkm` (the constrained deep RKM's objective) and
+:mod:`~rkm.reference.kae` (the kernel autoencoder's loss and gradients); every public
 function is importable from the package itself.
 
 Conventions shared with the core
@@ -52,6 +53,7 @@ from rkm.reference.deep import (
 )
 from rkm.reference.eigs import eigh, kernel_top_eigsh, top_eigsh, top_eigsh_operator
 from rkm.reference.features import fourier_features
+from rkm.reference.kae import kae_loss_and_grad
 from rkm.reference.kernels import kernel_gradient, kernel_matrix, kernel_product
 from rkm.reference.lssvm import lssvm_dual_fit, lssvm_dual_fit_mixed, lssvm_dual_solve
 from rkm.reference.products import block_product, transposed_product
@@ -82,4 +84,5 @@ __all__ = [
     "constr_drkm_objective",
     "ConstrainedDeepObjective",
     "levelwise_init",
+    "kae_loss_and_grad",
 ]

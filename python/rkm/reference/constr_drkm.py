@@ -41,18 +41,15 @@ import numbers
 
 import numpy as np
 
+from rkm.reference._layer_kernels import layer_kernel, pairwise, weighted_derivative
 from rkm.reference._validation import blas_threads, check_n_threads, check_square, finite_number, real_matrix
 from rkm.reference.eigs import _fix_signs
-from rkm.reference.kernels import kernel_matrix
 
 __all__ = [
     "constr_drkm_objective",
     "ConstrainedDeepObjective",
     "levelwise_init",
 ]
-
-_LEVEL_KERNELS = ("rbf", "laplacian", "poly", "linear")
-
 
 # --------------------------------------------------------------------------
 # argument checks
@@ -77,38 +74,13 @@ def _etas(etas, n_levels):
     return tuple(finite_number(eta, "etas", positive=True) for eta in etas)
 
 
-def _kernel_number(value, what, positive=False):
-    valid = not isinstance(value, bool) and isinstance(value, numbers.Real) and np.isfinite(value)
-    if not valid or (positive and value <= 0):
-        kind = "a positive finite number" if positive else "a finite number"
-        raise ValueError(f"level_kernels: {what} must be {kind}, got {value!r}")
-    return float(value)
-
-
-def _level_kernel(spec):
-    """A level kernel tuple (name, gamma, degree, coef0), validated, as a dict of floats."""
-    if not isinstance(spec, (tuple, list)) or len(spec) != 4:
-        raise ValueError(f"level_kernels: each entry must be a (name, gamma, degree, coef0) tuple, got {spec!r}")
-    name, gamma, degree, coef0 = spec
-    if not isinstance(name, str) or name not in _LEVEL_KERNELS:
-        raise ValueError(f"level_kernels: unknown kernel {name!r}; choose one of {', '.join(_LEVEL_KERNELS)}")
-    kernel = dict(name=name, gamma=1.0, degree=1.0, coef0=0.0)
-    if name == "linear":
-        return kernel
-    kernel["gamma"] = _kernel_number(gamma, f"the {name} gamma", positive=True)
-    if name == "poly":
-        kernel["degree"] = _kernel_number(degree, "the poly degree")
-        if kernel["degree"] < 0 or not float(kernel["degree"]).is_integer():
-            raise ValueError(f"level_kernels: the poly degree must be a non-negative integer, got {degree!r}")
-        kernel["coef0"] = _kernel_number(coef0, "the poly coef0")
-    return kernel
 
 
 def _level_kernels(level_kernels, n_levels):
     if not isinstance(level_kernels, (tuple, list)) or len(level_kernels) != n_levels - 1:
         raise ValueError(f"level_kernels: must hold L - 1 = {n_levels - 1} kernel tuples (levels 2..L), "
                          f"got {level_kernels!r}")
-    return tuple(_level_kernel(spec) for spec in level_kernels)
+    return tuple(layer_kernel(spec, "level_kernels") for spec in level_kernels)
 
 
 def _center(center):
@@ -158,42 +130,7 @@ def _centred(A, center):
     return A - A.mean(axis=0) if center else A
 
 
-def _pairwise(Z, kernel):
-    """The level kernel matrix k(Z, Z) and, for poly, the bases gamma Z Z^T + coef0 (else None)."""
-    name, gamma = kernel["name"], kernel["gamma"]
-    if name in ("rbf", "laplacian"):
-        return np.exp(-gamma * _distances(Z, name)), None
-    inner = Z @ Z.T
-    if name == "linear":
-        return inner, None
-    base = gamma * inner + kernel["coef0"]
-    return base ** kernel["degree"], base
 
-
-def _weighted_derivative(Z, P, K, base, kernel):
-    """KG(Z; P)_i = sum_j P_ij d/dz k(z, z_j) at z = z_i, for the level kernel matrix K = k(Z, Z)."""
-    name, gamma = kernel["name"], kernel["gamma"]
-    if name == "rbf":
-        M = P * K
-        return -2.0 * gamma * (M.sum(axis=1)[:, None] * Z - M @ Z)
-    if name == "laplacian":
-        M = P * K
-        return -gamma * np.column_stack([(M * np.sign(z[:, None] - z[None, :])).sum(axis=1) for z in Z.T])
-    if name == "linear":
-        return P @ Z
-    degree = kernel["degree"]
-    if degree == 0:  # a constant kernel
-        return np.zeros_like(Z)
-    return (P * (degree * gamma * base ** (degree - 1))) @ Z
-
-
-def _distances(Z, name):
-    """Squared Euclidean (rbf) or L1 (laplacian) distances between the rows of Z."""
-    if name == "laplacian":
-        return sum(np.abs(z[:, None] - z[None, :]) for z in Z.T)
-    Z = Z - Z.mean(axis=0)  # distances do not change; the shift removes most of the cancellation below
-    norms = np.einsum("ia,ia->i", Z, Z)
-    return np.maximum(norms[:, None] + norms[None, :] - 2.0 * (Z @ Z.T), 0.0)
 
 
 # --------------------------------------------------------------------------
@@ -215,13 +152,13 @@ def _evaluate(H, K1, kernels, sizes, etas, center):
             K = K1
         else:
             Z, kernel = H_levels[level - 1], kernels[level - 1]
-            K, base = _pairwise(Z, kernel)
+            K, base = pairwise(Z, kernel)
         B = _centred(H_l, center)
         T = K @ B
         terms[level] = -np.sum(B * T) / (2.0 * eta)
         G_levels[level] -= _centred(T, center) / eta
         if level > 0:
-            G_levels[level - 1] -= _weighted_derivative(Z, B @ B.T, K, base, kernel) / eta
+            G_levels[level - 1] -= weighted_derivative(Z, B @ B.T, K, base, kernel) / eta
     return float(terms.sum()), np.hstack(G_levels), terms
 
 
@@ -334,7 +271,7 @@ def _levelwise(K1, kernels, sizes, center):
     n = K1.shape[0]
     levels = [_top_eigenvectors(_centred_kernel(K1, center), sizes[0])]
     for s, kernel in zip(sizes[1:], kernels):
-        K = _pairwise(levels[-1], kernel)[0]
+        K = pairwise(levels[-1], kernel)[0]
         K = _centred_kernel(K, center)
         earlier = np.hstack(levels)
         Pi = np.eye(n) - earlier @ earlier.T

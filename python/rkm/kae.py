@@ -1,0 +1,688 @@
+"""Kernel autoencoders: multi-layer KAE with decomposable operator-valued kernels, and K²AE on Gram matrices.
+
+Equation, section and appendix numbers refer to P. Laforgue, S. Clémençon and F. d'Alché-Buc, "Autoencoding any
+data through kernel autoencoders" (AISTATS 2019). Layer l = 1..L is a function f_l of a vector-valued RKHS with
+the kernel k_l(x, x') A_l; by the representer theorem (Theorem 6) f_l = sum_i k_l(., x_i^(l-1)) A_l phi_{l,i},
+so with X^(0) = X, K_l = k_l(X^(l-1), X^(l-1)) and X^(l) = K_l Phi_l A_l the model minimizes (eq. 4)
+
+    ||X - X^(L)||_F^2 / n + sum_l lambda_l ||f_l||^2,    ||f_l||^2 = Tr(Phi_l^T K_l Phi_l A_l)  (eq. 10),
+
+over the coefficient matrices Phi_l; by default the last layer is solved by kernel ridge regression inside every
+evaluation (``last_layer="ridge"``) and the optimizer moves the hidden layers. The loss and gradient come from the core (``rkm._core.kae_loss_and_grad``),
+by reverse mode (``gradient="adjoint"``, O(n^2 sum_l d_l)) or by the paper's Jacobian recursions of Appendix B
+(``gradient="jacobian"``, O(n^3 L^2 p^3)); :func:`rkm.reference.kae_loss_and_grad` is their NumPy twin.
+
+K²AE (``kernel="precomputed"``, §2.5, §4.3, Algorithm 1): the input is a Gram matrix K_in of any data, the first
+layer uses K_1 = K_in and the last one maps back into the input's RKHS. That layer is the kernel ridge regression
+of eq. 13, solved exactly at every evaluation, so the optimizer sees the objective minimized over it (its gradient
+is eq. 14 with N_L of eq. 54: Algorithm 1 with N_L refreshed after every step); test distortions come from Gram
+blocks alone (Appendix B.7).
+"""
+
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rkm import _core
+from rkm._base import blas_threads, check_choices, check_int, check_n_threads, check_nonnegative
+from rkm._deep_primal import DivergenceError, minimize_objective
+from rkm.kernels import Kernel, kernel_matrix, kernel_spec
+
+__all__ = ["KernelAutoencoder"]
+
+LAYER_KERNELS = ("rbf", "poly", "linear")
+# Armijo's sufficient-decrease constant and the memory of the non-monotone Barzilai-Borwein safeguard.
+_ARMIJO = 1e-4
+_BB_MEMORY = 10
+_MAX_BACKTRACKS = 60
+# L-BFGS iterations spent on one layer in each sweep of layer-wise updates.
+_LAYERWISE_INNER = 5
+
+
+# --------------------------------------------------------------------------------------------------------------
+# argument checks
+# --------------------------------------------------------------------------------------------------------------
+
+def _hidden_sizes(hidden_sizes):
+    valid = isinstance(hidden_sizes, (tuple, list)) and len(hidden_sizes) > 0 and all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in hidden_sizes)
+    if not valid:
+        raise ValueError(f"hidden_sizes: must be a non-empty sequence of positive ints, got {hidden_sizes!r}")
+    return tuple(int(s) for s in hidden_sizes)
+
+
+def _per_layer(value, name, n_layers):
+    """A per-layer parameter: one value for all layers, or a list/tuple of n_layers values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n_layers:
+            raise ValueError(f"{name}: must be one value or {n_layers} values (one per layer), got {value!r}")
+        return list(value)
+    return [value] * n_layers
+
+
+def _is_precomputed(kernel):
+    first = kernel[0] if isinstance(kernel, (list, tuple)) and kernel else kernel
+    return isinstance(first, str) and first == "precomputed"
+
+
+def _inputs(X, precomputed, name="X"):
+    """X as a finite float64 array with at least 2 samples (scikit-learn's checks and messages); a Gram matrix
+    must also be square, symmetric and PSD."""
+    A = check_array(X, dtype=np.float64, order="C", ensure_min_samples=2, input_name=name)
+    if precomputed:
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"{name}: a precomputed Gram matrix must be square, got shape {A.shape}")
+        scale = max(np.abs(A).max(), 1e-300)
+        if np.abs(A - A.T).max() > 1e-10 * scale:
+            raise ValueError(f"{name}: a precomputed Gram matrix must be symmetric")
+        smallest = np.linalg.eigvalsh(A)[0]
+        if smallest < -1e-8 * scale:
+            raise ValueError(f"{name}: a precomputed Gram matrix must be positive semidefinite, its smallest "
+                             f"eigenvalue is {smallest:.3g}")
+    return A
+
+
+def _operator(A, size, index):
+    if A is None:
+        return None
+    A = np.asarray(A)
+    if A.dtype.kind not in "biuf" or A.shape != (size, size):
+        raise ValueError(f"operators: entry {index} must be a real ({size}, {size}) array or None, got {A!r:.60}")
+    A = A.astype(np.float64)
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"operators: entry {index} contains NaN or infinity")
+    scale = max(np.abs(A).max(), 1.0)
+    if np.abs(A - A.T).max() > 1e-12 * scale:
+        raise ValueError(f"operators: entry {index} must be symmetric")
+    smallest = np.linalg.eigvalsh(A)[0]
+    if smallest < -1e-12 * scale:
+        raise ValueError(f"operators: entry {index} must be positive semidefinite, its smallest eigenvalue is "
+                         f"{smallest:.3g}")
+    return A
+
+
+def _times(B, A):
+    return B if A is None else B @ A
+
+
+# --------------------------------------------------------------------------------------------------------------
+# optimizers
+# --------------------------------------------------------------------------------------------------------------
+
+class _Tracked:
+    """Wraps fun(theta) -> (f, grad): a non-finite point or value becomes +inf (a rejected trial), and the best
+    finite point is remembered, so that a diverging optimizer still leaves a usable iterate."""
+
+    def __init__(self, fun):
+        self.fun, self.best_f, self.best_theta, self.nfev = fun, np.inf, None, 0
+
+    def __call__(self, theta):
+        self.nfev += 1
+        if not np.all(np.isfinite(theta)):
+            return np.inf, np.zeros_like(theta)
+        f, grad = self.fun(theta)
+        if not (np.isfinite(f) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(theta)
+        if f < self.best_f:
+            self.best_f, self.best_theta = f, theta.copy()
+        return f, grad
+
+
+def _stalled(curve, tol, patience):
+    """Whether each of the last `patience` relative decreases (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|) of the loss
+    curve is below tol (relative to the loss itself, however small it gets)."""
+    if len(curve) <= patience:
+        return False
+    recent = np.asarray(curve[-patience - 1:], dtype=np.float64)
+    scale = np.maximum(np.maximum(np.abs(recent[:-1]), np.abs(recent[1:])), np.finfo(np.float64).tiny)
+    return bool(np.all((recent[:-1] - recent[1:]) / scale < tol))
+
+
+class _Descent:
+    """Gradient descent on one block of variables: Armijo backtracking (the trial step doubles after each accepted
+    one) or Barzilai-Borwein steps (BB1 and BB2 alternating) with a non-monotone Armijo safeguard."""
+
+    def __init__(self, step):
+        self.step, self.t, self.history, self.previous, self.count = step, None, [], None, 0
+
+    def _trial_step(self, theta, grad):
+        if self.t is None:  # a first step that moves the largest entry by about 1e-3 of the largest coefficient
+            self.t = 1e-3 * max(np.abs(theta).max(), 1.0) / max(np.abs(grad).max(), 1e-300)
+        if self.step == "bb" and self.previous is not None:
+            s, y = theta - self.previous[0], grad - self.previous[1]
+            sy = float(s @ y)
+            if sy > 0:
+                self.t = float(s @ s) / sy if self.count % 2 == 0 else sy / float(y @ y)
+        return self.t
+
+    def iterate(self, fun, theta, f, grad):
+        """One accepted step from theta (value f, gradient grad); returns (theta, f, grad, accepted)."""
+        t = self._trial_step(theta, grad)
+        reference = max(self.history[-_BB_MEMORY:] + [f]) if self.step == "bb" else f
+        squared = float(grad @ grad)
+        for _ in range(_MAX_BACKTRACKS):
+            candidate = theta - t * grad
+            f_new, g_new = fun(candidate)
+            if f_new <= reference - _ARMIJO * t * squared:
+                self.previous, self.count = (theta, grad), self.count + 1
+                self.history.append(f_new)
+                self.t = 2.0 * t if self.step == "armijo" else t
+                return candidate, f_new, g_new, True
+            t *= 0.5
+        self.t = t
+        return theta, f, grad, False
+
+
+@dataclass
+class _Setup:
+    """A fit's resolved settings and the arrays the core evaluates its loss from.
+
+    sizes are d_0..d_L (None for an RKHS); specs the L layer kernels (the first ("precomputed", None, None, None)
+    for K²AE); operators one per layer with coefficients. With `solved` the last layer is the kernel ridge
+    regression of eq. 13, done inside every evaluation: the core then takes the first layer's Gram matrix (K_in,
+    or k_1(X, X)) and the outputs' inner products (K_in, or X X^T), and the optimizer sees Phi_1..Phi_{L-1}."""
+
+    X: np.ndarray
+    sizes: list
+    specs: list
+    operators: list
+    penalties: list
+    precomputed: bool
+    solved: bool
+    n_threads: object = None
+
+    def __post_init__(self):
+        self.n_optimized = len(self.sizes) - 2 if self.solved else len(self.sizes) - 1
+        if self.precomputed:
+            self.core_input, self.output_gram = self.X, None
+        elif self.solved:
+            name, gamma, degree, coef0 = self.specs[0]
+            self.core_input = kernel_matrix(self.X, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
+                                            n_threads=self.n_threads)
+            self.output_gram = self.X @ self.X.T
+        else:
+            self.core_input, self.output_gram = self.X, None
+
+    def evaluate(self, coefficients, gradient):
+        """(loss, grads, terms) of the optimized coefficients from the core."""
+        kernels = self.specs[1:] if self.solved else self.specs
+        # The core runs single-threaded BLAS products on each of its own OpenMP threads.
+        with blas_threads(1):
+            return _core.kae_loss_and_grad(self.core_input, coefficients, kernels,
+                                           self.operators[:self.n_optimized],
+                                           self.penalties, self.solved, gradient, self.n_threads, self.output_gram)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# estimator
+# --------------------------------------------------------------------------------------------------------------
+
+class KernelAutoencoder(TransformerMixin, BaseEstimator):
+    """Multi-layer kernel autoencoder (KAE), or K²AE on a precomputed Gram matrix.
+
+    Parameters
+    ----------
+    hidden_sizes : sequence of int, default=(1,)
+        Sizes d_1, ..., d_{L-1} of the hidden layers; L = len(hidden_sizes) + 1 layers (the last one maps back to
+        the input space).
+    kernel : str, Kernel or sequence of L of them, default="rbf"
+        Scalar kernel of each layer: "rbf", "poly", "linear" or an :class:`rkm.kernels.Kernel` of these kinds.
+        "precomputed" (alone, or as the first entry) makes a K²AE: `X` is then the Gram matrix K_in of the
+        training data and the later layers default to "rbf".
+    gamma : float, None or sequence of L, default=None
+        Kernel parameter per layer. None: 1 / (d_0 Var(X)) for layer 1, 1 / d_{l-1} for later layers (the
+        initialization gives every hidden layer unit variance).
+    degree, coef0 : float, default=3, 1.0
+        Parameters of "poly" layers (the degree must be a non-negative integer: codes take both signs).
+    operators : None or sequence of arrays/None
+        The PSD matrices A_l of the decomposable operator-valued kernels k_l(x, x') A_l, one per layer with
+        coefficients (L for KAE, L - 1 for K²AE, whose last layer uses the identity); None entries are identities.
+    penalties : float or sequence of L, default=1e-3
+        lambda_l >= 0 of eq. 4; lambda_L is the ridge penalty of the last layer when it is solved.
+    last_layer : {"ridge", "gradient"}, default="ridge"
+        "ridge": the last layer (A_L = identity) is the kernel ridge regression of eq. 13 onto X, solved inside
+        every evaluation, and the optimizer moves the hidden layers only (Algorithm 1's scheme, which K²AE always
+        uses; its gradient is eq. 14). "gradient": Phi_L is learned with the others (§4.2), as the paper does for
+        finite-dimensional outputs. Eliminating Phi_L makes the problem much better conditioned (bench/RESULTS.md
+        compares the two on three circles).
+    gradient : {"adjoint", "jacobian"}, default="adjoint"
+        Reverse-mode gradient, or the paper's Jacobian recursions (the same values, O(n^3) slower: for checks).
+    solver : {"lbfgs", "gd"}, default="lbfgs"
+        scipy's L-BFGS-B, or gradient descent with the steps of `step`.
+    step : {"armijo", "bb"}, default="armijo"
+        Gradient-descent steps: Armijo backtracking, or Barzilai-Borwein with a non-monotone safeguard.
+    update : {"joint", "layerwise"}, default="joint"
+        Update all coefficients together, or sweep over the layers one at a time (Algorithm 1's inner loop).
+        Layer-wise, one iteration is a sweep: one gradient step per layer ("gd") or a few L-BFGS iterations.
+    max_iter : int, default=200
+        Most iterations (sweeps when layer-wise).
+    tol : float, default=1e-7
+        Early stopping: the fit ends when the relative decrease of the loss (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|)
+        stayed below tol for `n_iter_no_change` consecutive iterations (sweeps), whatever the solver.
+    n_iter_no_change : int, default=10
+        See `tol`.
+    init : {"random", "kpca"}, default="random"
+        Starting coefficients. "random": Gaussian hidden coefficients scaled to unit-variance codes (seeded by
+        `random_state`). "kpca": layer 1 starts at the kernel PCA map of K_1 (§3.2.1). Either way the last KAE
+        layer starts at the kernel ridge regression of X on the previous layer's codes.
+    code_layer : int or None, default=None
+        The hidden layer (1..L-1) that :meth:`transform` returns; None: the smallest one (the first on ties).
+    random_state : int, RandomState or None
+    n_threads : int or None
+        Threads of the core (None: OpenMP's default).
+    verbose : int, default=0
+        > 0 prints the loss at every iteration.
+
+    Attributes
+    ----------
+    coefficients_ : list of ndarray
+        Phi_1, ..., Phi_L (the last one solved or learned per `last_layer`; K²AE: Phi_1, ..., Phi_{L-1}, its last
+        layer is given by `ridge_inverse_`).
+    representations_ : list
+        The training codes X^(0), ..., X^(L-1) (X^(0) is None for K²AE): the supports of the layers.
+    loss_, terms_ : float, ndarray
+        Final loss and its terms [distortion, ||f_1||^2, ..., ||f_L||^2].
+    loss_curve_ : list of float
+        The loss at the start and after every iteration.
+    n_iter_ : int
+    gamma_ : tuple
+        The kernel parameter of each layer (None for linear layers and K²AE's first layer).
+    code_layer_, n_layers_, n_features_in_ : int
+    ridge_inverse_, ridge_gram_ : ndarray (K²AE only)
+        (K_L + n lambda_L I)^-1 (the pseudo-inverse of K_L when lambda_L = 0) and N_L of eq. 54.
+    """
+
+    def __init__(self, hidden_sizes=(1,), kernel="rbf", gamma=None, degree=3, coef0=1.0, operators=None,
+                 penalties=1e-3, last_layer="ridge", gradient="adjoint", solver="lbfgs", step="armijo", update="joint", max_iter=200,
+                 tol=1e-7, n_iter_no_change=10, init="random", code_layer=None, random_state=None, n_threads=None,
+                 verbose=0):
+        self.hidden_sizes = hidden_sizes
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.operators = operators
+        self.penalties = penalties
+        self.last_layer = last_layer
+        self.gradient = gradient
+        self.solver = solver
+        self.step = step
+        self.update = update
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.init = init
+        self.code_layer = code_layer
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.verbose = verbose
+
+    # ---- configuration -------------------------------------------------------------------------------------
+
+    def _check_options(self):
+        check_choices([("gradient", self.gradient, ("adjoint", "jacobian")), ("solver", self.solver, ("lbfgs", "gd")),
+                       ("step", self.step, ("armijo", "bb")), ("update", self.update, ("joint", "layerwise")),
+                       ("init", self.init, ("random", "kpca")), ("last_layer", self.last_layer, ("ridge", "gradient"))])
+        check_int(self.max_iter, "max_iter")
+        check_nonnegative(self.tol, "tol")
+        check_int(self.n_iter_no_change, "n_iter_no_change")
+        check_int(self.verbose, "verbose", low=0)
+        check_n_threads(self.n_threads)
+
+    def _layer_kernels(self, X, sizes, precomputed):
+        """(name, gamma, degree, coef0) per layer; the first is ("precomputed", None, None, None) for K²AE."""
+        n_layers = len(sizes) - 1
+        kernels = _per_layer(self.kernel, "kernel", n_layers)
+        if precomputed and not isinstance(self.kernel, (list, tuple)):
+            kernels = ["precomputed"] + ["rbf"] * (n_layers - 1)
+        gammas = _per_layer(self.gamma, "gamma", n_layers)
+        specs = []
+        for layer, (kernel, gamma) in enumerate(zip(kernels, gammas)):
+            if layer == 0 and precomputed:
+                specs.append(("precomputed", None, None, None))
+                continue
+            if isinstance(kernel, str) and kernel == "precomputed":
+                raise ValueError("kernel: only the first layer can be 'precomputed'")
+            if gamma is None and not isinstance(kernel, Kernel):
+                variance = float(X.var()) if layer == 0 else 1.0
+                gamma = 1.0 / (sizes[layer] * (variance if variance > 0 else 1.0))
+            try:
+                specs.append(kernel_spec(kernel, gamma, self.degree, self.coef0, sizes[layer], allowed=LAYER_KERNELS))
+            except ValueError as error:
+                raise ValueError(f"{error} (layer {layer + 1})") from None
+            name, _, degree, _ = specs[-1]
+            if name == "poly" and not float(degree).is_integer():
+                raise ValueError(f"degree: must be a non-negative integer for a poly layer, got {degree!r}")
+        return specs
+
+    def _configuration(self, X):
+        """Validated data and resolved layer settings, as a _Setup."""
+        self._check_options()
+        hidden = _hidden_sizes(self.hidden_sizes)
+        precomputed = _is_precomputed(self.kernel)
+        X = _inputs(X, precomputed)
+        n_samples = X.shape[0]
+        # sizes[l] is d_l; K²AE's input and output live in an RKHS and have no size (None).
+        sizes = [None if precomputed else X.shape[1], *hidden, None if precomputed else X.shape[1]]
+        n_layers = len(hidden) + 1
+        specs = self._layer_kernels(X, sizes, precomputed)
+        n_coefficients = n_layers - precomputed
+        operators = [None] * n_coefficients if self.operators is None else self.operators
+        if not isinstance(operators, (list, tuple)) or len(operators) != n_coefficients:
+            raise ValueError(f"operators: must be None or a list of {n_coefficients} arrays or None (one per layer "
+                             f"with coefficients), got {self.operators!r:.80}")
+        operators = [_operator(A, sizes[layer + 1], layer) for layer, A in enumerate(operators)]
+        penalties = [check_nonnegative(p, "penalties") for p in _per_layer(self.penalties, "penalties", n_layers)]
+        solved = precomputed or self.last_layer == "ridge"
+        if solved and penalties[-1] == 0 and specs[-1][0] == "rbf":
+            # An rbf K_L has full rank: without a penalty the regression reproduces every training point.
+            raise ValueError("penalties: a last layer solved by ridge regression needs lambda_L > 0 with an rbf "
+                             "kernel")
+        if solved and not precomputed and operators[-1] is not None:
+            raise ValueError("operators: the last layer solved by ridge regression uses A_L = identity; set "
+                             "last_layer='gradient' to learn it with a PSD A_L")
+        if self.code_layer is not None:
+            check_int(self.code_layer, "code_layer")
+            if self.code_layer > len(hidden):
+                raise ValueError(f"code_layer: must be a hidden layer, 1..{len(hidden)}, got {self.code_layer}")
+        return _Setup(X, sizes, specs, operators, penalties, precomputed, solved, n_threads=self.n_threads)
+
+    # ---- initialization ------------------------------------------------------------------------------------
+
+    def _gram(self, Z, spec, Y=None):
+        name, gamma, degree, coef0 = spec
+        return kernel_matrix(Z, Y, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
+
+    def _initial_coefficients(self, setup):
+        """Starting Phi_l of the optimized layers: hidden layers scaled to unit-variance codes and, when the last
+        layer is learned, its kernel ridge regression onto X."""
+        rng = check_random_state(self.random_state)
+        X, sizes, specs, operators = setup.X, setup.sizes, setup.specs, setup.operators
+        coefficients, codes = [], X
+        for layer in range(len(sizes) - 2):  # the hidden layers
+            K = X if (setup.precomputed and layer == 0) else self._gram(codes, specs[layer])
+            if self.init == "kpca" and layer == 0:
+                values, vectors = np.linalg.eigh(K)
+                top = np.argsort(values)[::-1][: sizes[1]]
+                Phi = vectors[:, top] / np.sqrt(np.maximum(values[top], values[top].max() * 1e-12))
+            else:
+                Phi = rng.standard_normal((X.shape[0], sizes[layer + 1]))
+            new_codes = K @ _times(Phi, operators[layer])
+            scale = np.sqrt(np.mean(new_codes.var(axis=0)))
+            if not scale > 0:
+                raise ValueError(f"X: the codes of layer {layer + 1} are constant at the start; check the kernels' "
+                                 "parameters")
+            coefficients.append(Phi / scale)
+            codes = new_codes / scale
+        if not setup.solved:
+            coefficients.append(self._ridge_last_layer(X, codes, specs[-1], setup.penalties[-1], operators[-1]))
+        return coefficients
+
+    def _ridge_last_layer(self, X, codes, spec, penalty, A=None):
+        """Phi_L of the kernel ridge regression of X on the codes of layer L - 1 (eq. 13, with A_L)."""
+        n = X.shape[0]
+        K = self._gram(codes, spec)
+        target = X if A is None else X @ np.linalg.pinv(A)
+        if penalty > 0:
+            return linalg.solve(K + n * penalty * np.eye(n), target, assume_a="pos")
+        return linalg.lstsq(K, target)[0]
+
+    # ---- optimization --------------------------------------------------------------------------------------
+
+    def _minimize(self, objective, theta0, blocks):
+        """Minimize objective(theta) -> (f, grad) from theta0; returns (theta, loss curve, n_iter, converged).
+
+        The result is the best point evaluated: non-monotone steps and a diverging run cannot lose it."""
+        tracked = _Tracked(objective)
+        curve = [tracked(theta0)[0]]
+        if not np.isfinite(curve[0]):
+            raise ValueError("X: the loss is not finite at the starting point; check the kernels' parameters")
+        try:
+            if self.update == "joint" and self.solver == "lbfgs":
+                result = self._lbfgs(tracked, theta0, self.max_iter, stop=self._stop_rule)
+                curve.extend(result.history[1:])
+                n_iter, converged = result.nit, result.converged
+            elif self.update == "joint":
+                n_iter, converged = self._descent(tracked, theta0, curve, [slice(0, theta0.size)])
+            else:
+                n_iter, converged = self._sweeps(tracked, theta0, curve, blocks)
+        except DivergenceError as error:
+            warnings.warn(f"KernelAutoencoder: the optimizer diverged ({error}); the best iterate (loss "
+                          f"{tracked.best_f:.6g}) is kept. Use larger penalties or smaller gammas.",
+                          ConvergenceWarning, stacklevel=3)
+            n_iter, converged = len(curve) - 1, False
+        return tracked.best_theta, [float(f) for f in curve], n_iter, converged
+
+    def _stop_rule(self, curve):
+        return _stalled(curve, self.tol, self.n_iter_no_change)
+
+    def _lbfgs(self, fun, theta0, max_iter, stop=None):
+        # scipy's own relative-decrease test divides by max(|f|, 1), an absolute test for losses below 1:
+        # it is switched off (ftol = eps) in favour of _stalled's.
+        result = minimize_objective(fun, theta0, n_eigen=0, max_iter=max_iter, tol=1e-12,
+                                    ftol=np.finfo(np.float64).eps, stop=stop, verbose=0)
+        if self.verbose:
+            for index, f in enumerate(result.history[1:], start=1):
+                print(f"L-BFGS iteration {index:4d}  loss {f: .10e}", flush=True)
+        return result
+
+    def _descent(self, tracked, theta0, curve, blocks):
+        """Gradient descent, on all variables (one block) or block by block (layer-wise sweeps)."""
+        steppers = [_Descent(self.step) for _ in blocks]
+        theta = theta0.copy()
+        f, grad = tracked(theta)
+        for iteration in range(1, self.max_iter + 1):
+            moved = False
+            for block, stepper in zip(blocks, steppers):
+                def restricted(values, block=block):
+                    trial = theta.copy()
+                    trial[block] = values
+                    value, full = tracked(trial)
+                    return value, full[block]
+
+                part, f, part_grad, accepted = stepper.iterate(restricted, theta[block], f, grad[block])
+                if accepted:
+                    theta[block] = part
+                    f, grad = tracked(theta)
+                moved |= accepted
+            curve.append(float(f))
+            if self.verbose:
+                print(f"gradient descent iteration {iteration:4d}  loss {f: .10e}", flush=True)
+            if not moved or self._stop_rule(curve):
+                return iteration, True
+        return self.max_iter, False
+
+    def _sweeps(self, tracked, theta0, curve, blocks):
+        if self.solver == "gd":
+            return self._descent(tracked, theta0, curve, blocks)
+        theta = theta0.copy()
+        for sweep in range(1, self.max_iter + 1):
+            for block in blocks:
+                def restricted(values, block=block):
+                    trial = theta.copy()
+                    trial[block] = values
+                    value, full = tracked(trial)
+                    return value, full[block]
+
+                theta[block] = self._lbfgs(restricted, theta[block], _LAYERWISE_INNER).theta
+            curve.append(float(tracked(theta)[0]))
+            if self.verbose:
+                print(f"layer-wise sweep {sweep:4d}  loss {curve[-1]: .10e}", flush=True)
+            if self._stop_rule(curve):
+                return sweep, True
+        return self.max_iter, False
+
+    # ---- fit -----------------------------------------------------------------------------------------------
+
+    def fit(self, X, y=None):
+        """Fit the autoencoder to X (n_samples, n_features), or to the Gram matrix K_in (n, n) for K²AE."""
+        setup = self._configuration(X)
+        validate_data(self, setup.X, dtype=np.float64, order="C", ensure_min_samples=2)  # sets n_features_in_
+        coefficients = self._initial_coefficients(setup)
+        shapes = [P.shape for P in coefficients]
+        bounds = np.cumsum([0] + [P.size for P in coefficients])
+        blocks = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+        def unpack(theta):
+            return [theta[block].reshape(shape) for block, shape in zip(blocks, shapes)]
+
+        def objective(theta):
+            loss, grads, _ = setup.evaluate(unpack(theta), self.gradient)
+            return loss, np.concatenate([g.ravel() for g in grads])
+
+        theta0 = np.concatenate([P.ravel() for P in coefficients])
+        theta, curve, n_iter, converged = self._minimize(objective, theta0, blocks)
+        if not converged and n_iter >= self.max_iter:
+            warnings.warn(f"KernelAutoencoder: stopped after max_iter = {self.max_iter} iterations before the "
+                          f"relative decrease fell below tol = {self.tol}", ConvergenceWarning, stacklevel=2)
+        self._store(setup, unpack(theta))
+        self.loss_curve_, self.n_iter_ = curve, int(n_iter)
+        return self
+
+    def _store(self, setup, coefficients):
+        self.loss_, _, self.terms_ = setup.evaluate(coefficients, "adjoint")
+        self.kernels_, self.operators_, self.penalties_ = setup.specs, setup.operators, setup.penalties
+        self.gamma_ = tuple(spec[1] for spec in setup.specs)
+        self.n_layers_ = len(setup.sizes) - 1
+        self.hidden_sizes_ = tuple(setup.sizes[1:-1])
+        self.code_layer_ = self.code_layer or 1 + int(np.argmin(self.hidden_sizes_))
+        self.coefficients_ = list(coefficients)
+        self.representations_ = self._forward_training(setup.X, setup.precomputed)
+        if setup.precomputed:
+            K_L = self._gram(self.representations_[-1], setup.specs[-1])
+            self.ridge_inverse_ = self._ridge_inverse(K_L, setup.penalties[-1])
+            self.ridge_gram_ = self.ridge_inverse_ @ setup.X @ self.ridge_inverse_
+        elif setup.solved:
+            self.coefficients_.append(self._ridge_last_layer(setup.X, self.representations_[-1], setup.specs[-1],
+                                                             setup.penalties[-1]))
+
+    def _forward_training(self, X, precomputed):
+        reps = [None if precomputed else X]
+        for layer in range(self.n_layers_ - 1):
+            K = X if (precomputed and layer == 0) else self._gram(reps[-1], self.kernels_[layer])
+            reps.append(K @ _times(self.coefficients_[layer], self.operators_[layer]))
+        return reps
+
+    @staticmethod
+    def _ridge_inverse(K_L, penalty):
+        n = K_L.shape[0]
+        if penalty > 0:
+            return linalg.inv(K_L + n * penalty * np.eye(n), overwrite_a=True)
+        values, vectors = np.linalg.eigh(K_L)
+        kept = values > max(values[-1], 0.0) * n * np.finfo(np.float64).eps
+        return (vectors[:, kept] / values[kept]) @ vectors[:, kept].T
+
+    # ---- out of sample -------------------------------------------------------------------------------------
+
+    @property
+    def _precomputed(self):
+        return self.kernels_[0][0] == "precomputed"
+
+    def _check_new(self, X):
+        check_is_fitted(self, "coefficients_")
+        # For K²AE the "features" are the columns of k(X_test, X_train): one per training sample.
+        return validate_data(self, X, dtype=np.float64, order="C", reset=False)
+
+    def _layer(self, layer, Z):
+        """Codes of layer `layer` (0-based) for inputs Z of that layer (for K²AE's first: the kernel block)."""
+        if layer == 0 and self._precomputed:
+            K = Z
+        else:
+            K = self._gram(Z, self.kernels_[layer], self.representations_[layer])
+        return K @ _times(self.coefficients_[layer], self.operators_[layer])
+
+    def _encode(self, X, last):
+        Z = X
+        for layer in range(last):
+            Z = self._layer(layer, Z)
+        return Z
+
+    def transform(self, X):
+        """Codes of layer `code_layer_` for X (n, n_features), or for K²AE the kernel block k(X, X_train)."""
+        return self._encode(self._check_new(X), self.code_layer_)
+
+    def inverse_transform(self, Z):
+        """Decode codes of layer `code_layer_` back to the input space (KAE only)."""
+        check_is_fitted(self, "coefficients_")
+        if self._precomputed:
+            raise ValueError("Z: a K²AE decodes into the input's RKHS, which has no explicit coordinates; use "
+                             "reconstruction_error or score")
+        size = self.hidden_sizes_[self.code_layer_ - 1]
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[1] != size or not np.all(np.isfinite(Z)):
+            raise ValueError(f"Z: must be a finite 2-D array with {size} columns (the code layer's size), got "
+                             f"shape {Z.shape}")
+        for layer in range(self.code_layer_, self.n_layers_):
+            Z = self._layer(layer, Z)
+        return Z
+
+    def reconstruct(self, X):
+        """X passed through all layers (KAE only)."""
+        return self.inverse_transform(self.transform(X))
+
+    def reconstruction_error(self, X, diag=None):
+        """Squared reconstruction error of each sample.
+
+        For K²AE, X is the kernel block k(X_test, X_train) and `diag` the test points' k(x, x) (Appendix B.7:
+        ||x||^2 + k_L N_L k_L^T - 2 k_L W^-1 k_in, with k_L the last layer's kernel row)."""
+        X = self._check_new(X)
+        if not self._precomputed:
+            return np.sum((X - self.reconstruct(X)) ** 2, axis=1)
+        if diag is None:
+            raise ValueError("diag: a K²AE needs the test points' k(x, x) to measure their distortion")
+        diag = np.asarray(diag, dtype=np.float64)
+        if diag.shape != (X.shape[0],) or not np.all(np.isfinite(diag)):
+            raise ValueError(f"diag: must be a finite 1-D array of {X.shape[0]} values k(x, x), got shape {diag.shape}")
+        codes = self._encode(X, self.n_layers_ - 1)
+        k_L = self._gram(codes, self.kernels_[-1], self.representations_[-1])
+        errors = diag + np.einsum("ij,ij->i", k_L @ self.ridge_gram_, k_L) \
+            - 2.0 * np.einsum("ij,ij->i", k_L @ self.ridge_inverse_, X)
+        return np.maximum(errors, 0.0)
+
+    def score(self, X, y=None, diag=None):
+        """Negative mean squared reconstruction error (higher is better)."""
+        return -float(np.mean(self.reconstruction_error(X, diag)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = _is_precomputed(self.kernel)
+        return tags
+
+    def loss_and_grad(self, X, coefficients=None, gradient=None):
+        """The training loss (eq. 4, or eq. 5 for K²AE) and its gradient with respect to the coefficients.
+
+        Parameters
+        ----------
+        X : array-like
+            Training data (or K_in); the settings (kernels, gammas, operators, penalties) are resolved from it as
+            :meth:`fit` does.
+        coefficients : list of arrays or None
+            The optimized Phi_l: all L with ``last_layer="gradient"``, the L - 1 hidden ones when the last layer
+            is solved (the loss is then minimized over Phi_L, and the gradient is that of this reduced loss).
+            None: the fitted ones.
+        gradient : {"adjoint", "jacobian"} or None
+            None: the estimator's `gradient`.
+
+        Returns
+        -------
+        loss : float
+        grads : list of ndarray shaped like `coefficients`
+        """
+        setup = self._configuration(X)
+        if coefficients is None:
+            check_is_fitted(self, "coefficients_")
+            coefficients = self.coefficients_[:setup.n_optimized]
+        gradient = self.gradient if gradient is None else gradient
+        check_choices([("gradient", gradient, ("adjoint", "jacobian"))])
+        if not isinstance(coefficients, (list, tuple)):
+            raise ValueError(f"coefficients: must be a list of arrays, got {type(coefficients).__name__}")
+        coefficients = [np.ascontiguousarray(P, dtype=np.float64) for P in coefficients]
+        loss, grads, _ = setup.evaluate(coefficients, gradient)
+        return loss, grads

@@ -1,0 +1,373 @@
+"""rkm.KernelAutoencoder: KAE and K²AE (Laforgue et al. 2019)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rkm import KernelAutoencoder, KernelPCA, reference
+from rkm.kernels import kernel_matrix
+
+
+def _circles(n_samples, noise=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n_samples)
+    angles = rng.uniform(0.0, 2.0 * np.pi, n_samples)
+    X = np.c_[np.cos(angles), np.sin(angles)] * (labels + 1.0)[:, None]
+    return X + noise * rng.standard_normal(X.shape), labels
+
+
+def _gram(n_samples, seed=1):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n_samples, 3))
+    return kernel_matrix(Z, kernel="rbf", gamma=0.3), Z
+
+
+def _relative(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+def _random_coefficients(model, X, seed=3, scale=0.3):
+    setup = model._configuration(X)
+    rng = np.random.default_rng(seed)
+    return [scale * rng.standard_normal((setup.X.shape[0], d)) for d in setup.sizes[1:1 + setup.n_optimized]]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# gradients
+# --------------------------------------------------------------------------------------------------------------
+
+_MODELS = {
+    "kae_rbf_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], penalties=[1e-2, 2e-2, 3e-2],
+                                             last_layer="gradient"), False),
+    "kae_mixed_A": (lambda: KernelAutoencoder(
+        (3,), kernel=["poly", "rbf"], gamma=[0.3, 0.5], degree=2, penalties=1e-2, last_layer="gradient",
+        operators=[np.diag([1.0, 0.5, 0.0]), np.array([[2.0, 1.0], [1.0, 1.0]])]), False),
+    "kae_linear_L4": (lambda: KernelAutoencoder((3, 1, 2), kernel="linear", penalties=[0.1, 0.0, 1e-3, 1e-2],
+                                                last_layer="gradient"), False),
+    "kae_ridge_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], penalties=[1e-2, 2e-2, 3e-2],
+                                               operators=[np.diag([1.0, 0.5, 0.2]), None, None]), False),
+    "kae_ridge_poly_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["rbf", "poly"], gamma=[0.5, 0.3],
+                                                            degree=2, penalties=[1e-2, 0.0]), False),
+    "k2ae_L3": (lambda: KernelAutoencoder((3, 2), kernel="precomputed", gamma=[None, 0.5, 0.7], penalties=1e-2), True),
+    "k2ae_linear_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["precomputed", "linear"], penalties=0.0),
+                               True),
+}
+
+
+def _data(precomputed, n_samples=14):
+    return _gram(n_samples)[0] if precomputed else _circles(n_samples)[0]
+
+
+@pytest.mark.parametrize("name", list(_MODELS))
+def test_adjoint_and_jacobian_gradients_agree(name):
+    factory, precomputed = _MODELS[name]
+    model, X = factory(), _data(precomputed)
+    coefficients = _random_coefficients(model, X)
+    loss_a, grads_a = model.loss_and_grad(X, coefficients, gradient="adjoint")
+    loss_j, grads_j = model.loss_and_grad(X, coefficients, gradient="jacobian")
+    assert loss_a == pytest.approx(loss_j, rel=1e-12)
+    for ga, gj in zip(grads_a, grads_j):
+        assert _relative(ga, gj) < 1e-8
+
+
+@pytest.mark.parametrize("name", list(_MODELS))
+def test_gradient_matches_central_differences(name):
+    factory, precomputed = _MODELS[name]
+    model, X = factory(), _data(precomputed, 10)
+    coefficients = _random_coefficients(model, X)
+    _, grads = model.loss_and_grad(X, coefficients)
+    rng = np.random.default_rng(5)
+    eps = 1e-6
+    for layer, P in enumerate(coefficients):
+        direction = rng.standard_normal(P.shape)
+        plus = [Q.copy() for Q in coefficients]
+        minus = [Q.copy() for Q in coefficients]
+        plus[layer] += eps * direction
+        minus[layer] -= eps * direction
+        slope = (model.loss_and_grad(X, plus)[0] - model.loss_and_grad(X, minus)[0]) / (2 * eps)
+        expected = float(np.sum(grads[layer] * direction))
+        assert slope == pytest.approx(expected, rel=1e-6, abs=1e-7 * max(1.0, np.abs(grads[layer]).sum()))
+
+
+@pytest.mark.parametrize("name", list(_MODELS))
+def test_estimator_loss_is_the_reference_loss(name):
+    factory, precomputed = _MODELS[name]
+    model, X = factory(), _data(precomputed)
+    coefficients = _random_coefficients(model, X)
+    setup = model._configuration(X)
+    kernels = setup.specs[1:] if setup.solved else setup.specs
+    loss, grads, _ = reference.kae_loss_and_grad(setup.core_input, coefficients, kernels,
+                                                 setup.operators[:setup.n_optimized], setup.penalties, setup.solved,
+                                                 output_gram=setup.output_gram)
+    loss_model, grads_model = model.loss_and_grad(X, coefficients)
+    assert loss_model == pytest.approx(loss, rel=1e-10)
+    for a, b in zip(grads_model, grads):
+        assert _relative(a, b) < 1e-9
+
+
+# --------------------------------------------------------------------------------------------------------------
+# fitting
+# --------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("solver,step,update", [
+    ("lbfgs", "armijo", "joint"), ("gd", "armijo", "joint"), ("gd", "bb", "joint"),
+    ("lbfgs", "armijo", "layerwise"), ("gd", "armijo", "layerwise"),
+])
+def test_every_optimizer_decreases_the_loss(solver, step, update):
+    X, _ = _circles(60)
+    model = KernelAutoencoder((2,), gamma=[1.0, 1.0], penalties=1e-2, solver=solver, step=step, update=update,
+                              max_iter=40, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    curve = np.array(model.loss_curve_)
+    assert model.loss_ < 0.99 * curve[0]
+    assert model.loss_ == pytest.approx(curve.min(), rel=1e-9)
+    assert 1 <= model.n_iter_ <= 40 and len(curve) >= model.n_iter_
+    if step == "armijo" and update == "joint":
+        assert np.all(np.diff(curve) <= 1e-12 * curve[0])
+
+
+def test_fit_is_deterministic_and_seeded():
+    X, _ = _circles(50)
+    a = KernelAutoencoder((1,), max_iter=30, random_state=4).fit(X)
+    b = KernelAutoencoder((1,), max_iter=30, random_state=4).fit(X)
+    c = KernelAutoencoder((1,), max_iter=30, random_state=5).fit(X)
+    np.testing.assert_array_equal(a.transform(X), b.transform(X))
+    assert not np.allclose(a.coefficients_[0], c.coefficients_[0])
+
+
+def test_early_stopping_on_relative_decrease():
+    X, _ = _circles(50)
+    loose = KernelAutoencoder((1,), max_iter=500, tol=1e-2, random_state=0).fit(X)
+    tight = KernelAutoencoder((1,), max_iter=500, tol=1e-9, random_state=0).fit(X)
+    assert loose.n_iter_ < tight.n_iter_
+
+
+def test_training_outputs_are_consistent():
+    X, _ = _circles(80)
+    model = KernelAutoencoder((4, 1), gamma=[1.0, 0.5, 1.0], max_iter=30, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    assert model.code_layer_ == 2 and model.n_layers_ == 3
+    np.testing.assert_allclose(model.transform(X), model.representations_[2], atol=1e-12)
+    errors = model.reconstruction_error(X)
+    assert errors.mean() == pytest.approx(model.terms_[0], rel=1e-10)
+    assert model.score(X) == pytest.approx(-model.terms_[0], rel=1e-10)
+    assert model.reconstruct(X).shape == X.shape
+    assert model.loss_ == pytest.approx(model.terms_[0] + np.dot(model.penalties_, model.terms_[1:]), rel=1e-12)
+
+
+def test_code_layer_selects_the_representation():
+    X, _ = _circles(40)
+    model = KernelAutoencoder((3, 1), code_layer=1, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    codes = model.transform(X)
+    assert codes.shape == (40, 3)
+    np.testing.assert_allclose(model.inverse_transform(codes), model.reconstruct(X), atol=1e-12)
+
+
+def test_k2ae_test_distortion_from_gram_blocks():
+    K, Z = _gram(70)
+    train, test = np.arange(50), np.arange(50, 70)
+    model = KernelAutoencoder((3,), kernel="precomputed", gamma=[None, 0.5], penalties=1e-3, max_iter=50,
+                              random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(K[np.ix_(train, train)])
+    # On the training points the formula of Appendix B.7 gives the training distortion back.
+    train_errors = model.reconstruction_error(K[np.ix_(train, train)], np.diag(K)[train])
+    assert train_errors.mean() == pytest.approx(model.terms_[0], rel=1e-8)
+    # Out of sample it is the squared RKHS distance ||phi(x) - sum_i c_i(x) phi(x_i)||^2 with the ridge weights.
+    block = K[np.ix_(test, train)]
+    codes = model.transform(block)
+    k_L = kernel_matrix(codes, model.representations_[-1], kernel="rbf", gamma=0.5)
+    weights = k_L @ model.ridge_inverse_
+    K_train = K[np.ix_(train, train)]
+    expected = np.diag(K)[test] - 2 * np.einsum("ij,ij->i", weights, block) \
+        + np.einsum("ij,ij->i", weights @ K_train, weights)
+    np.testing.assert_allclose(model.reconstruction_error(block, np.diag(K)[test]), expected,
+                               atol=1e-10 * np.abs(expected).max())
+    assert model.score(block, diag=np.diag(K)[test]) == pytest.approx(-expected.mean(), rel=1e-10)
+
+
+def test_linear_k2ae_without_penalty_recovers_the_kernel_pca_subspace():
+    # §3.2.1: with linear kernels and no penalty, the optimal codes span the top eigenvectors of K_in
+    # (the kernel PCA map, uncentred as in the paper's analysis). K_in = F F^T is the Gram matrix of a
+    # finite-dimensional feature map, the setting of §3.2.1. (With a full-rank K_in the optimizers approach the
+    # same subspace ever more slowly: Phi's coordinates along the small eigenvalues of K_in have a curvature
+    # of their square.)
+    rng = np.random.default_rng(1)
+    F = rng.standard_normal((40, 5)) * np.array([3.0, 2.0, 1.0, 0.7, 0.5])
+    K = F @ F.T
+    model = KernelAutoencoder((2,), kernel=["precomputed", "linear"], penalties=0.0, max_iter=3000, tol=1e-15,
+                              random_state=0).fit(K)
+    codes = model.transform(K)
+    kpca = KernelPCA(n_components=2, kernel="precomputed", center=False).fit(K)
+    Q_codes = np.linalg.qr(codes)[0]
+    Q_kpca = np.linalg.qr(kpca.transform(K))[0]
+    sines = np.sqrt(np.maximum(1.0 - np.linalg.svd(Q_codes.T @ Q_kpca, compute_uv=False) ** 2, 0.0))
+    assert sines.max() < 1e-6
+
+
+def test_k2ae_on_a_linear_gram_matches_the_kae_loss():
+    # K_in = X X^T is the linear kernel of X: a K²AE with an rbf last layer reaches the loss of a KAE whose last
+    # layer is the optimal ridge regression (the same objective once Phi_L is minimized out).
+    X, _ = _circles(30)
+    k2ae = KernelAutoencoder((2,), kernel=["precomputed", "rbf"], gamma=[None, 0.7], penalties=[1e-3, 1e-2])
+    kae = KernelAutoencoder((2,), kernel=["linear", "rbf"], gamma=[None, 0.7], penalties=[1e-3, 1e-2],
+                            last_layer="gradient")
+    Phi_1 = _random_coefficients(kae, X)[0]
+    codes = X @ X.T @ Phi_1
+    K_2 = kernel_matrix(codes, kernel="rbf", gamma=0.7)
+    Phi_2 = np.linalg.solve(K_2 + 30 * 1e-2 * np.eye(30), X)
+    loss_k2ae, grads_k2ae = k2ae.loss_and_grad(X @ X.T, [Phi_1])
+    loss_kae, grads_kae = kae.loss_and_grad(X, [Phi_1, Phi_2])
+    assert loss_k2ae == pytest.approx(loss_kae, rel=1e-9)
+    assert _relative(grads_k2ae[0], grads_kae[0]) < 1e-7  # envelope theorem: Phi_2 is optimal
+    assert np.abs(grads_kae[1]).max() < 1e-8 * np.abs(grads_kae[0]).max()
+
+
+def test_kpca_initialization_starts_from_the_kernel_pca_map():
+    X, _ = _circles(40)
+    model = KernelAutoencoder((2,), kernel=["linear", "rbf"], init="kpca", max_iter=1)
+    start = model._initial_coefficients(model._configuration(X))
+    codes = X @ X.T @ start[0]
+    top = np.linalg.eigh(X @ X.T)[1][:, ::-1][:, :2]
+    assert np.linalg.svd(np.linalg.qr(codes)[0].T @ top, compute_uv=False).min() > 1 - 1e-10
+    np.testing.assert_allclose(codes.var(axis=0).mean(), 1.0, rtol=1e-10)
+
+
+def test_diverging_optimizer_warns_and_keeps_the_best_iterate():
+    X, _ = _circles(30)
+    X = X * 40.0
+    model = KernelAutoencoder((2,), kernel=["linear", "poly"], gamma=[None, 50.0], degree=9, penalties=0.0,
+                              solver="gd", step="bb", max_iter=50, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X)
+    assert np.all(np.isfinite(model.transform(X)))
+    assert np.isfinite(model.loss_) and model.loss_ <= model.loss_curve_[0]
+    del caught
+
+
+# --------------------------------------------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("params,message", [
+    ({"hidden_sizes": (0,)}, "hidden_sizes"),
+    ({"hidden_sizes": (2, -1)}, "hidden_sizes"),
+    ({"hidden_sizes": ()}, "hidden_sizes"),
+    ({"penalties": -1.0}, "penalties"),
+    ({"penalties": [1e-3, 1e-3, 1e-3]}, "penalties"),
+    ({"gradient": "backprop"}, "gradient"),
+    ({"solver": "adam"}, "solver"),
+    ({"step": "fixed"}, "step"),
+    ({"update": "random"}, "update"),
+    ({"init": "zeros"}, "init"),
+    ({"max_iter": 0}, "max_iter"),
+    ({"tol": -1.0}, "tol"),
+    ({"kernel": "laplacian"}, "kernel"),
+    ({"kernel": ["rbf", "precomputed"]}, "kernel"),
+    ({"gamma": -1.0}, "gamma"),
+    ({"kernel": "poly", "degree": 2.5}, "degree"),
+    ({"operators": [np.array([[1.0, 2.0], [2.0, 1.0]]), None]}, "operators"),
+    ({"operators": [np.eye(2)]}, "operators"),
+    ({"operators": [np.eye(3), None]}, "operators"),
+    ({"operators": [np.array([[1.0, 0.5], [0.0, 1.0]]), None]}, "operators"),
+    ({"code_layer": 2}, "code_layer"),
+    ({"last_layer": "fixed"}, "last_layer"),
+    ({"operators": [None, np.eye(2)]}, "operators: the last layer solved by ridge regression"),
+    ({"penalties": [1e-3, 0.0]}, "penalties: a last layer solved by ridge regression needs lambda_L > 0"),
+])
+def test_bad_parameters_name_the_argument(params, message):
+    X, _ = _circles(20)
+    model = KernelAutoencoder(**{"hidden_sizes": (2,), **params})
+    with pytest.raises(ValueError, match=f"^{message}"):
+        model.fit(X)
+
+
+@pytest.mark.parametrize("X,message", [
+    (np.ones((1, 2)), "Found array with 1 sample"),
+    (np.array([[0.0, np.nan], [1.0, 2.0]]), "Input X contains NaN"),
+    (np.array([[0.0, np.inf], [1.0, 2.0]]), "Input X contains infinity"),
+    (np.ones(5), "Expected 2D array"),
+    (np.array([["a", "b"], ["c", "d"]]), "could not convert|dtype"),
+])
+def test_bad_data_names_the_argument(X, message):
+    with pytest.raises(ValueError, match=message):
+        KernelAutoencoder().fit(X)
+
+
+@pytest.mark.parametrize("K,message", [
+    (np.ones((3, 4)), "must be square"),
+    (np.array([[1.0, 0.5], [0.2, 1.0]]), "must be symmetric"),
+    (np.array([[1.0, np.nan], [np.nan, 1.0]]), "Input X contains NaN"),
+    (np.array([[1.0, 2.0], [2.0, 1.0]]), "positive semidefinite"),
+    (np.ones((1, 1)), "Found array with 1 sample"),
+])
+def test_bad_gram_matrices_are_refused(K, message):
+    with pytest.raises(ValueError, match=message):
+        KernelAutoencoder(kernel="precomputed").fit(K)
+
+
+def test_k2ae_refuses_what_it_cannot_do():
+    K, _ = _gram(20)
+    with pytest.raises(ValueError, match="^penalties: a last layer solved by ridge regression needs lambda_L > 0"):
+        KernelAutoencoder(kernel="precomputed", penalties=0.0).fit(K)
+    model = KernelAutoencoder(kernel="precomputed", max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(K)
+    with pytest.raises(ValueError, match="^Z: a K²AE decodes into the input's RKHS"):
+        model.inverse_transform(np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="^diag:"):
+        model.reconstruction_error(K)
+    with pytest.raises(ValueError, match="^X has 19 features"):
+        model.transform(K[:, :19])
+
+
+def test_out_of_sample_input_is_checked():
+    X, _ = _circles(20)
+    model = KernelAutoencoder(max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    with pytest.raises(ValueError, match="^X has 3 features"):
+        model.transform(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        model.transform(np.array([[np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="^Z: must be a finite 2-D array with 1 columns"):
+        model.inverse_transform(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="^gradient:"):
+        model.loss_and_grad(X, gradient="fd")
+
+
+# The checks pass K²AE "Gram matrices" that are not kernel matrices (centred by a scalar, or cast to integers),
+# which the fit refuses, and score K²AE without the test points' k(x, x), which its distortion needs.
+_K2AE_EXPECTED_FAILURES = {
+    "check_positive_only_tag_during_fit": "X - mean(X) of a Gram matrix is indefinite",
+    "check_estimators_dtypes": "a Gram matrix truncated to integers is indefinite",
+    "check_fit_score_takes_y": "score needs diag = k(x, x) for K²AE",
+    "check_pipeline_consistency": "score needs diag = k(x, x) for K²AE",
+}
+
+
+def _expected_failures(estimator):
+    return _K2AE_EXPECTED_FAILURES if estimator.kernel == "precomputed" else {}
+
+
+@parametrize_with_checks([KernelAutoencoder(max_iter=20, random_state=0),
+                          KernelAutoencoder(kernel="precomputed", max_iter=20, random_state=0)],
+                         expected_failed_checks=_expected_failures)
+def test_sklearn_compatible_estimator(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
