@@ -72,20 +72,24 @@ def _is_precomputed(kernel):
     return isinstance(first, str) and first == "precomputed"
 
 
+def _check_symmetric_psd(A, what, rtol):
+    """Raise ValueError (`what` leading the message) unless A is symmetric and PSD to rtol of its largest entry."""
+    scale = max(np.abs(A).max(), 1e-300)
+    if np.abs(A - A.T).max() > rtol * scale:
+        raise ValueError(f"{what} must be symmetric")
+    smallest = np.linalg.eigvalsh(A)[0]
+    if smallest < -rtol * scale:
+        raise ValueError(f"{what} must be positive semidefinite, its smallest eigenvalue is {smallest:.3g}")
+
+
 def _inputs(X, precomputed, name="X"):
     """X as a finite float64 array with at least 2 samples (scikit-learn's checks and messages); a Gram matrix
-    must also be square, symmetric and PSD."""
+    must also be square, symmetric and PSD (to 1e-8 of its largest entry: rounding of real Gram matrices)."""
     A = check_array(X, dtype=np.float64, order="C", ensure_min_samples=2, input_name=name)
     if precomputed:
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"{name}: a precomputed Gram matrix must be square, got shape {A.shape}")
-        scale = max(np.abs(A).max(), 1e-300)
-        if np.abs(A - A.T).max() > 1e-10 * scale:
-            raise ValueError(f"{name}: a precomputed Gram matrix must be symmetric")
-        smallest = np.linalg.eigvalsh(A)[0]
-        if smallest < -1e-8 * scale:
-            raise ValueError(f"{name}: a precomputed Gram matrix must be positive semidefinite, its smallest "
-                             f"eigenvalue is {smallest:.3g}")
+        _check_symmetric_psd(A, f"{name}: a precomputed Gram matrix", 1e-8)
     return A
 
 
@@ -98,13 +102,7 @@ def _operator(A, size, index):
     A = A.astype(np.float64)
     if not np.all(np.isfinite(A)):
         raise ValueError(f"operators: entry {index} contains NaN or infinity")
-    scale = max(np.abs(A).max(), 1.0)
-    if np.abs(A - A.T).max() > 1e-12 * scale:
-        raise ValueError(f"operators: entry {index} must be symmetric")
-    smallest = np.linalg.eigvalsh(A)[0]
-    if smallest < -1e-12 * scale:
-        raise ValueError(f"operators: entry {index} must be positive semidefinite, its smallest eigenvalue is "
-                         f"{smallest:.3g}")
+    _check_symmetric_psd(A, f"operators: entry {index}", 1e-12)
     return A
 
 
