@@ -248,8 +248,9 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         "ridge": the last layer (A_L = identity) is the kernel ridge regression of eq. 13 onto X, solved inside
         every evaluation, and the optimizer moves the hidden layers only (Algorithm 1's scheme, which K²AE always
         uses; its gradient is eq. 14). "gradient": Phi_L is learned with the others (§4.2), as the paper does for
-        finite-dimensional outputs. Eliminating Phi_L makes the problem much better conditioned (bench/RESULTS.md
-        compares the two on three circles).
+        finite-dimensional outputs. Eliminating Phi_L makes the problem much better conditioned: on 300 points of
+        three circles (gamma (2, 4), penalties 1e-3, seed 0) 300 L-BFGS iterations take the loss from 0.2423 to
+        0.1165 with "ridge" and to 0.2383 with "gradient" from the same start.
     gradient : {"adjoint", "jacobian"}, default="adjoint"
         Reverse-mode gradient, or the paper's Jacobian recursions (the same values, O(n^3) slower: for checks).
     solver : {"lbfgs", "gd"}, default="lbfgs"
