@@ -367,7 +367,6 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         hidden = _hidden_sizes(self.hidden_sizes)
         precomputed = _is_precomputed(self.kernel)
         X = _inputs(X, precomputed)
-        n_samples = X.shape[0]
         # sizes[l] is d_l; K²AE's input and output live in an RKHS and have no size (None).
         sizes = [None if precomputed else X.shape[1], *hidden, None if precomputed else X.shape[1]]
         n_layers = len(hidden) + 1
