@@ -370,3 +370,21 @@ def test_sklearn_compatible_estimator(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+def test_barzilai_borwein_steps_use_the_previous_iterate():
+    # On f = 2 x^2 the BB step is exactly 1/4 from the second step on, whatever the first: the caller's arrays
+    # are updated in place, so the stepper must keep its own copies of the previous iterate and gradient.
+    from rkm.kae import _Descent
+
+    def fun(x):
+        return 2.0 * float(x @ x), 4.0 * x
+
+    stepper, theta = _Descent("bb"), np.array([1.0, -2.0])
+    f, grad = fun(theta)
+    for _ in range(2):
+        part, f, grad, accepted = stepper.iterate(fun, theta[:], f, grad)
+        assert accepted
+        theta[:] = part
+    assert stepper.t == pytest.approx(0.25, rel=1e-12)
+    np.testing.assert_allclose(theta, 0.0, atol=1e-12)

@@ -169,7 +169,8 @@ class _Descent:
             candidate = theta - t * grad
             f_new, g_new = fun(candidate)
             if f_new <= reference - _ARMIJO * t * squared:
-                self.previous, self.count = (theta, grad), self.count + 1
+                # Copies: theta and grad may be views of the caller's arrays, which the caller updates in place.
+                self.previous, self.count = (theta.copy(), grad.copy()), self.count + 1
                 self.history.append(f_new)
                 self.t = 2.0 * t if self.step == "armijo" else t
                 return candidate, f_new, g_new, True
