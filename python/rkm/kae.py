@@ -119,10 +119,9 @@ class _Tracked:
     finite point is remembered, so that a diverging optimizer still leaves a usable iterate."""
 
     def __init__(self, fun):
-        self.fun, self.best_f, self.best_theta, self.nfev = fun, np.inf, None, 0
+        self.fun, self.best_f, self.best_theta = fun, np.inf, None
 
     def __call__(self, theta):
-        self.nfev += 1
         if not np.all(np.isfinite(theta)):
             return np.inf, np.zeros_like(theta)
         f, grad = self.fun(theta)
@@ -199,15 +198,12 @@ class _Setup:
 
     def __post_init__(self):
         self.n_optimized = len(self.sizes) - 2 if self.solved else len(self.sizes) - 1
-        if self.precomputed:
-            self.core_input, self.output_gram = self.X, None
-        elif self.solved:
+        self.core_input, self.output_gram = self.X, None
+        if self.solved and not self.precomputed:
             name, gamma, degree, coef0 = self.specs[0]
             self.core_input = kernel_matrix(self.X, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
                                             n_threads=self.n_threads)
             self.output_gram = self.X @ self.X.T
-        else:
-            self.core_input, self.output_gram = self.X, None
 
     def evaluate(self, coefficients, gradient):
         """(loss, grads, terms) of the optimized coefficients from the core."""
