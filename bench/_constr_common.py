@@ -11,7 +11,7 @@ import time
 import warnings
 
 import numpy as np
-from rkm.benchmarks import provenance, write_section
+from rkm.cli.report import provenance, write_section
 from sklearn.exceptions import ConvergenceWarning
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")

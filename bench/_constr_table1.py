@@ -17,7 +17,7 @@ from _constr_common import (
     quiet_convergence,
     table1_data,
 )
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 
 # ---------------------------------------------------------------------- the paper's numbers
 
@@ -72,7 +72,7 @@ def levelwise_start(X, n_threads):
 def _fit(X, solver, init, seed, options, max_iter, n_threads, tol=TABLE1_TOL):
     """One ConstrainedDeepRKM fit of the Table 1 model (init "random" or a starting array); the numbers the
     tables need."""
-    from rkm.constr_drkm import ConstrainedDeepRKM
+    from rkm.deep.constrained import ConstrainedDeepRKM
 
     model = ConstrainedDeepRKM(
         n_components=TABLE1_SIZES, kernel="rbf", gamma=TABLE1_GAMMA, eta=1.0, solver=solver, init=init,

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 from _constr_common import FIGURES, log, quiet_convergence
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 from scipy.spatial import cKDTree
 
 # ---------------------------------------------------------------------- the paper's numbers
@@ -131,7 +131,7 @@ def levelwise_start(X, gamma1, gamma2, n_threads, level1=None):
 
 
 def drkm(gamma1, gamma2, n_threads, init="levelwise"):
-    from rkm.constr_drkm import ConstrainedDeepRKM
+    from rkm.deep.constrained import ConstrainedDeepRKM
 
     return ConstrainedDeepRKM(
         n_components=SIZES, kernel="rbf", gamma=(gamma1, gamma2), eta=1.0, solver=SOLVER, init=init,

@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 from _deep_common import coded_mse, parallel_map, quiet_convergence
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 from shallow_rkm import (
     TABLE1_LAMBDAS,
     TABLE1_SIGMA_SCALES,
@@ -85,7 +85,7 @@ def table1_params(name, variant, level1_gamma=1.0):
 def _table1_inits(task):
     """Fit one variant from each of the given seeds (one initialization each) and score it."""
     import rkm
-    from rkm.deep import DivergenceError
+    from rkm.deep.deep_rkm import DivergenceError
 
     params, split, seeds = task
     rows = []

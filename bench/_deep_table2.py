@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 from _deep_common import format_grid, parallel_map, quiet_convergence, relative_change
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 from shallow_rkm import (
     TABLE2_GRID,
     TABLE2_GRID_QUICK,

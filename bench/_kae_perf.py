@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 from rkm import _core, reference
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 from threadpoolctl import threadpool_limits
 
 from _constr_common import FIGURES, core_threads, load_average, log

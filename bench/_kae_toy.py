@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import rkm
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 from sklearn.decomposition import PCA
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPRegressor

@@ -10,9 +10,10 @@ from _constr_common import log, quiet_convergence
 
 import rkm
 from rkm import reference
-from rkm.benchmarks import markdown_table, noisy_digits
+from rkm.cli.report import markdown_table
+from rkm.cli.bench import noisy_digits
 from rkm.features import RandomFourierFeatures
-from rkm.forecast import _lagged_pairs
+from rkm.multiview.forecast import _lagged_pairs
 from rkm.kernels import RBF
 from rkm.stiefel import random_point
 

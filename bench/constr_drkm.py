@@ -35,7 +35,7 @@ from _constr_common import (
 )
 from _constr_table1 import part_table1
 from _constr_table2 import part_figures, part_table2
-from rkm.benchmarks import provenance
+from rkm.cli.report import provenance
 
 HEADING = "## Constr-DRKM (Tonin et al. 2021)"
 INTRODUCTION = (

@@ -36,7 +36,7 @@ from _constr_common import (
     table1_objective,
 )
 from rkm import _core
-from rkm.benchmarks import markdown_table, provenance, write_section
+from rkm.cli.report import markdown_table, provenance, write_section
 from threadpoolctl import threadpool_limits
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")

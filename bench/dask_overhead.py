@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 import rkm
-from rkm._dask import is_dask_array
-from rkm.benchmarks import write_section
+from rkm._utils.dask_arrays import is_dask_array
+from rkm.cli.report import write_section
 
 N_FEATURES = 64
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")

@@ -27,8 +27,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from rkm import DeepRKM, LSSVMRegressor, _core, reference
-from rkm._base import blas_threads
-from rkm.benchmarks import markdown_table, provenance, write_section
+from rkm._utils.threads import blas_threads
+from rkm.cli.report import markdown_table, provenance, write_section
 from rkm.kernels import kernel_matrix
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")

@@ -40,7 +40,7 @@ import numpy as np
 from _deep_common import coded_mse, format_grid, quiet_convergence, relative_change
 from _deep_table1 import PAPER_INITS, part_table1, split_dict, table1_params
 from _deep_table2 import part_table2
-from rkm.benchmarks import markdown_table, provenance, write_section
+from rkm.cli.report import markdown_table, provenance, write_section
 from shallow_rkm import error_rate, grid_scores, select
 
 HERE = pathlib.Path(__file__).parent
@@ -232,7 +232,7 @@ def part_digits(args, log):
 def figure4_runs(split, seed):
     """objective_history_ of M2,a on ion for each c_stab of Figure 4 and of M2,c, from one initialization."""
     import rkm
-    from rkm.deep import DivergenceError
+    from rkm.deep.deep_rkm import DivergenceError
 
     curves = {}
     configurations = [(f"M2,a, c_stab = {c:g}", table1_params("ion", "M2,a") | {"c_stab": c}) for c in FIGURE4_C_STAB]

@@ -30,7 +30,7 @@ import pathlib
 import tempfile
 import time
 
-from rkm.benchmarks import provenance
+from rkm.cli.report import provenance
 from threadpoolctl import threadpool_limits
 
 from _constr_common import FIGURES, load_average, log, write_bench_part

@@ -48,7 +48,7 @@ from _kae_molecules_data import (
     tanimoto_gram,
 )
 from _kae_section import HEADING, INTRODUCTION, ORDER
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 from sklearn.exceptions import ConvergenceWarning
 
 TITLES = {

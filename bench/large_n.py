@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from rkm.benchmarks import markdown_table, memory_status, provenance, run_in_child, write_section
+from rkm.cli.report import markdown_table, memory_status, provenance, run_in_child, write_section
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("width", "dense", "matrix_free", "million", "peers", "approx")
@@ -35,7 +35,7 @@ BASELINE = [0]
 def _data(n, d=64, random_state=0):
     """d = 64 data: scikit-learn's digits resampled with pixel noise (noisy_digits), or a Gaussian mixture of
     d features when d != 64."""
-    from rkm.benchmarks import noisy_digits
+    from rkm.cli.bench import noisy_digits
 
     if d == 64:
         return noisy_digits(n, random_state)
@@ -45,7 +45,7 @@ def _data(n, d=64, random_state=0):
 
 
 def _gamma(X):
-    from rkm.benchmarks import _kpca_gamma
+    from rkm.cli.bench import _kpca_gamma
 
     return _kpca_gamma(X[:20000])
 
@@ -163,7 +163,8 @@ def case_approx(X, n_threads, method, rank, **_):
     """Over SEEDS random states: the mean ||K - Phi Phi^T||_F / ||K||_F of a feature map, and the mean largest
     relative error of the top eigenvalues of its primal kernel PCA against the exact kernel PCA."""
     import rkm
-    from rkm import _primal, features
+    from rkm import features
+    from rkm._utils import primal
 
     gamma = _gamma(X)
     K = rkm.kernels.kernel_matrix(X, gamma=gamma, n_threads=n_threads)
@@ -178,7 +179,7 @@ def case_approx(X, n_threads, method, rank, **_):
                                                 n_threads=n_threads)
         Phi = fm.fit_transform(X)
         kernel_errors.append(float(np.linalg.norm(K - Phi @ Phi.T) / K_norm))
-        eigenvalues, _ = _primal.primal_components(_primal.feature_moments(fm, X), N_COMPONENTS)
+        eigenvalues, _ = primal.primal_components(primal.feature_moments(fm, X), N_COMPONENTS)
         eigen_errors.append(float(np.max(np.abs(eigenvalues - exact)) / exact[0]))
     return dict(kernel_error=float(np.mean(kernel_errors)), eigen_error=float(np.mean(eigen_errors)))
 

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from rkm.benchmarks import markdown_table, memory_status, provenance, run_in_child, write_section
+from rkm.cli.report import markdown_table, memory_status, provenance, run_in_child, write_section
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("dual", "primal", "cg", "loo")

@@ -58,7 +58,7 @@ from _multiview_parts import (
 )
 
 import rkm
-from rkm.benchmarks import markdown_table
+from rkm.cli.report import markdown_table
 
 HEADING = "## Multi-view RKM (Achten, Pandey et al. 2023)"
 INTRODUCTION = (

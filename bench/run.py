@@ -3,7 +3,7 @@
 import pathlib
 import sys
 
-from rkm.benchmarks import main
+from rkm.cli.bench import main
 
 if __name__ == "__main__":
     results = pathlib.Path(__file__).with_name("RESULTS.md")

@@ -29,7 +29,7 @@ import numpy as np
 
 from sklearn.model_selection import ParameterGrid
 
-from rkm.benchmarks import markdown_table, provenance, write_section
+from rkm.cli.report import markdown_table, provenance, write_section
 
 RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("table2", "table1")

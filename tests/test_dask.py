@@ -11,7 +11,9 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 import rkm  # noqa: E402
-from rkm import _core, _dask, _primal  # noqa: E402
+from rkm import _core  # noqa: E402
+from rkm._utils import primal  # noqa: E402
+from rkm._utils import dask_arrays
 from rkm.features import Nystroem, RandomFourierFeatures  # noqa: E402
 from rkm.kernels import RBF  # noqa: E402
 
@@ -73,22 +75,22 @@ def feature_map(request):
 
 
 def test_is_dask_array(X):
-    assert _dask.is_dask_array(as_dask(X))
-    assert not _dask.is_dask_array(X)
-    assert not _dask.is_dask_array(X.tolist())
+    assert dask_arrays.is_dask_array(as_dask(X))
+    assert not dask_arrays.is_dask_array(X)
+    assert not dask_arrays.is_dask_array(X.tolist())
 
 
 def test_rkm_imports_without_dask():
     code = (
-        "import sys, numpy, rkm, rkm._dask;"
-        "assert not rkm._dask.is_dask_array(numpy.zeros((2, 2)));"
+        "import sys, numpy, rkm, rkm._utils.dask_arrays;"
+        "assert not rkm._utils.dask_arrays.is_dask_array(numpy.zeros((2, 2)));"
         "assert 'dask' not in sys.modules, 'dask imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_check_dask_array_rechunks_columns_only(X):
-    dX = _dask.check_dask_array(as_dask(X))
+    dX = dask_arrays.check_dask_array(as_dask(X))
     assert dX.chunks == (ROW_CHUNKS, (N_FEATURES,))
     assert dX.dtype == np.float64
     assert_array_equal(dX.compute(), X)
@@ -98,16 +100,16 @@ def test_check_dask_array_rechunks_columns_only(X):
     "dtype, expected", [(np.float32, np.float32), (np.float64, np.float64), (np.int64, np.float64), (bool, np.float64)]
 )
 def test_check_dask_array_dtypes(X, dtype, expected):
-    assert _dask.check_dask_array(as_dask(X.astype(dtype))).dtype == expected
+    assert dask_arrays.check_dask_array(as_dask(X.astype(dtype))).dtype == expected
 
 
 def test_check_dask_array_unknown_chunk_sizes(X):
     dX = as_dask(X)
     selected = dX[dX[:, 0] > 0]
     with pytest.raises(ValueError, match=r"^X: a dask array with unknown chunk sizes; call X.compute_chunk_sizes"):
-        _dask.check_dask_array(selected)
+        dask_arrays.check_dask_array(selected)
     selected.compute_chunk_sizes()
-    assert _dask.check_dask_array(selected).shape == (int((X[:, 0] > 0).sum()), N_FEATURES)
+    assert dask_arrays.check_dask_array(selected).shape == (int((X[:, 0] > 0).sum()), N_FEATURES)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +129,7 @@ def test_check_dask_array_rejects(array, message):
         "complex": da.zeros((4, 2), dtype=complex, chunks=(2, 2)),
     }
     with pytest.raises(ValueError, match=f"^{message}"):
-        _dask.check_dask_array(arrays.get(array, array) if isinstance(array, str) else array)
+        dask_arrays.check_dask_array(arrays.get(array, array) if isinstance(array, str) else array)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -135,7 +137,7 @@ def test_check_dask_array_rejects(array, message):
 
 
 def test_fit_feature_map_equals_in_memory(client, X, feature_map):
-    fitted = _dask.fit_feature_map(feature_map(), as_dask(X))
+    fitted = dask_arrays.fit_feature_map(feature_map(), as_dask(X))
     expected = feature_map().fit(X)
     assert_close_to_scale(fitted.transform(X), expected.transform(X), rtol=1e-12)
     assert fitted.n_features_in_ == N_FEATURES
@@ -144,15 +146,15 @@ def test_fit_feature_map_equals_in_memory(client, X, feature_map):
 def test_fit_feature_map_rejects_nan_in_sampled_rows(client, X):
     # With as many landmarks as samples every row is sampled.
     with pytest.raises(ValueError, match="^X: contains NaN or infinity"):
-        _dask.fit_feature_map(Nystroem(n_components=N_SAMPLES, random_state=0), as_dask(with_nan(X, 200)))
+        dask_arrays.fit_feature_map(Nystroem(n_components=N_SAMPLES, random_state=0), as_dask(with_nan(X, 200)))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_feature_moments_equal_in_memory(client, X, feature_map, dtype):
     X = X.astype(dtype)
     fm = feature_map().fit(X)
-    moments = _dask.feature_moments(fm, as_dask(X))
-    expected = _primal.feature_moments(fm, X)
+    moments = dask_arrays.feature_moments(fm, as_dask(X))
+    expected = primal.feature_moments(fm, X)
     rtol = 1e-10 if dtype == np.float64 else 1e-5
     assert moments.n == expected.n == N_SAMPLES
     assert_close_to_scale(moments.mean, expected.mean, rtol)
@@ -161,8 +163,8 @@ def test_feature_moments_equal_in_memory(client, X, feature_map, dtype):
 
 def test_feature_moments_single_partition(client, X):
     fm = Nystroem(n_components=20, random_state=0).fit(X)
-    moments = _dask.feature_moments(fm, da.from_array(X, chunks=-1))
-    expected = _primal.feature_moments(fm, X)
+    moments = dask_arrays.feature_moments(fm, da.from_array(X, chunks=-1))
+    expected = primal.feature_moments(fm, X)
     assert_close_to_scale(moments.scatter, expected.scatter, 1e-10)
 
 
@@ -172,32 +174,32 @@ def test_feature_moments_rejects_non_finite_partition(client, X, bad):
     data[300, 0] = bad  # in the last partition
     fm = Nystroem(n_components=20, random_state=0).fit(X)
     with pytest.raises(ValueError, match="^X: contains NaN or infinity"):
-        _dask.feature_moments(fm, as_dask(data))
+        dask_arrays.feature_moments(fm, as_dask(data))
 
 
 def test_hidden_features_equal_in_memory(client, X, feature_map):
     fm = feature_map().fit(X)
-    moments = _primal.feature_moments(fm, X)
-    eigenvalues, U = _primal.primal_components(moments, 5)
-    H = _dask.hidden_features(fm, as_dask(X), moments.mean, U, eigenvalues)
-    assert _dask.is_dask_array(H)
+    moments = primal.feature_moments(fm, X)
+    eigenvalues, U = primal.primal_components(moments, 5)
+    H = dask_arrays.hidden_features(fm, as_dask(X), moments.mean, U, eigenvalues)
+    assert dask_arrays.is_dask_array(H)
     assert H.chunks == (ROW_CHUNKS, (5,))
-    expected = _primal.hidden_features(fm, X, moments.mean, U, eigenvalues)
+    expected = primal.hidden_features(fm, X, moments.mean, U, eigenvalues)
     assert_close_to_scale(H.compute(), expected, 1e-10)
 
 
 def test_hidden_features_reject_nan_partition(client, X):
     fm = Nystroem(n_components=20, random_state=0).fit(X)
-    moments = _primal.feature_moments(fm, X)
-    eigenvalues, U = _primal.primal_components(moments, 3)
-    H = _dask.hidden_features(fm, as_dask(with_nan(X, 5)), moments.mean, U, eigenvalues)
+    moments = primal.feature_moments(fm, X)
+    eigenvalues, U = primal.primal_components(moments, 3)
+    H = dask_arrays.hidden_features(fm, as_dask(with_nan(X, 5)), moments.mean, U, eigenvalues)
     with pytest.raises(ValueError, match="^X: contains NaN or infinity"):
         H.compute()
 
 
 def test_transform_blocks_shares_arguments(client, X):
     A = np.arange(N_FEATURES * 2, dtype=np.float64).reshape(N_FEATURES, 2)
-    Y = _dask.transform_blocks(np.dot, as_dask(X), 2, np.float32, A)
+    Y = dask_arrays.transform_blocks(np.dot, as_dask(X), 2, np.float32, A)
     assert Y.dtype == np.float32 and Y.chunks == (ROW_CHUNKS, (2,))
     assert_allclose(Y.compute(), (X @ A).astype(np.float32))
 
@@ -209,12 +211,12 @@ def test_local_schedulers(X, scheduler):
 
     fm = Nystroem(n_components=20, random_state=0).fit(X)
     with dask.config.set(scheduler=scheduler):
-        assert _dask._active_client() is None
-        moments = _dask.feature_moments(fm, as_dask(X))
-        eigenvalues, U = _primal.primal_components(moments, 3)
-        H = _dask.hidden_features(fm, as_dask(X), moments.mean, U, eigenvalues).compute()
-    assert_close_to_scale(moments.scatter, _primal.feature_moments(fm, X).scatter, 1e-10)
-    assert_close_to_scale(H, _primal.hidden_features(fm, X, moments.mean, U, eigenvalues), 1e-10)
+        assert dask_arrays._active_client() is None
+        moments = dask_arrays.feature_moments(fm, as_dask(X))
+        eigenvalues, U = primal.primal_components(moments, 3)
+        H = dask_arrays.hidden_features(fm, as_dask(X), moments.mean, U, eigenvalues).compute()
+    assert_close_to_scale(moments.scatter, primal.feature_moments(fm, X).scatter, 1e-10)
+    assert_close_to_scale(H, primal.hidden_features(fm, X, moments.mean, U, eigenvalues), 1e-10)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -230,7 +232,7 @@ def test_local_schedulers(X, scheduler):
 def test_kernel_product_equals_core(client, X, kernel, params, dtype):
     X = X.astype(dtype)
     B = np.random.default_rng(1).normal(size=(N_SAMPLES, 3)).astype(dtype)
-    Y = _dask.kernel_product(as_dask(X), X, B, kernel=kernel, **params)
+    Y = dask_arrays.kernel_product(as_dask(X), X, B, kernel=kernel, **params)
     gamma = params.get("gamma", 1.0 / N_FEATURES)
     expected = _core.kernel_product(
         X, None, B, kernel, gamma, float(params.get("degree", 3)), float(params.get("coef0", 1.0)), None
@@ -242,20 +244,20 @@ def test_kernel_product_equals_core(client, X, kernel, params, dtype):
 @needs_kernel_product
 def test_kernel_product_kernel_object_and_other_rows(client, X):
     B = np.random.default_rng(2).normal(size=(N_SAMPLES, 2))
-    Y = _dask.kernel_product(as_dask(X[:100], row_chunks=(60, 40)), X, B, kernel=RBF(gamma=0.5))
+    Y = dask_arrays.kernel_product(as_dask(X[:100], row_chunks=(60, 40)), X, B, kernel=RBF(gamma=0.5))
     assert_close_to_scale(Y, rkm.kernels.kernel_matrix(X[:100], X, gamma=0.5) @ B, 1e-10)
 
 
 @needs_kernel_product
 def test_kernel_operator_repeated_products(client, X):
-    product = _dask.kernel_operator(as_dask(X), X, kernel="laplacian", gamma=0.2)
+    product = dask_arrays.kernel_operator(as_dask(X), X, kernel="laplacian", gamma=0.2)
     K = rkm.kernels.kernel_matrix(X, kernel="laplacian", gamma=0.2)
     for seed in range(3):
         B = np.random.default_rng(seed).normal(size=(N_SAMPLES, seed + 1))
         assert_close_to_scale(product(B), K @ B, 1e-10)
     # The operator works in the dtype of X and X_all, whatever B's.
     X32 = X.astype(np.float32)
-    assert _dask.kernel_operator(as_dask(X32), X32)(B).dtype == np.float32
+    assert dask_arrays.kernel_operator(as_dask(X32), X32)(B).dtype == np.float32
 
 
 @needs_kernel_product
@@ -264,7 +266,7 @@ def test_kernel_product_local_scheduler(X):
 
     B = np.random.default_rng(3).normal(size=(N_SAMPLES, 2))
     with dask.config.set(scheduler="threads"):
-        Y = _dask.kernel_product(as_dask(X), X, B, gamma=0.4)
+        Y = dask_arrays.kernel_product(as_dask(X), X, B, gamma=0.4)
     assert_close_to_scale(Y, rkm.kernels.kernel_matrix(X, gamma=0.4) @ B, 1e-10)
 
 
@@ -272,13 +274,13 @@ def test_kernel_product_local_scheduler(X):
 def test_kernel_product_rejects(client, X):
     B = np.ones((N_SAMPLES, 2))
     with pytest.raises(ValueError, match="^X: contains NaN or infinity"):
-        _dask.kernel_product(as_dask(with_nan(X, 10)), X, B)
+        dask_arrays.kernel_product(as_dask(with_nan(X, 10)), X, B)
     with pytest.raises(ValueError, match="^X_all: has 5 features but X has 6"):
-        _dask.kernel_product(as_dask(X), X[:, :5], B)
+        dask_arrays.kernel_product(as_dask(X), X[:, :5], B)
     with pytest.raises(ValueError, match="^B: must have 400 rows"):
-        _dask.kernel_product(as_dask(X), X, B[:10])
+        dask_arrays.kernel_product(as_dask(X), X, B[:10])
     with pytest.raises(ValueError, match="^gamma: must be a positive finite number"):
-        _dask.kernel_product(as_dask(X), X, B, gamma=-1.0)
+        dask_arrays.kernel_product(as_dask(X), X, B, gamma=-1.0)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -286,7 +288,7 @@ def test_kernel_product_rejects(client, X):
 
 
 def computed(A):
-    return A.compute() if _dask.is_dask_array(A) else np.asarray(A)
+    return A.compute() if dask_arrays.is_dask_array(A) else np.asarray(A)
 
 
 @pytest.mark.parametrize(
@@ -304,5 +306,5 @@ def test_kernel_pca_fit_dask_equals_in_memory(client, X, params, rtol):
     assert_allclose(model.eigenvalues_, expected.eigenvalues_, rtol=rtol)
     assert_allclose(computed(model.H_), computed(expected.H_), atol=1e-8)
     Z = model.transform(as_dask(X[:150], row_chunks=(100, 50)))
-    assert _dask.is_dask_array(Z)
+    assert dask_arrays.is_dask_array(Z)
     assert_close_to_scale(Z.compute(), expected.transform(X[:150]), 1e-8)

@@ -7,8 +7,10 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 
-from rkm import DeepRKM, LSSVMClassifier, LSSVMRegressor, _core, _deep_primal, _levelwise, reference
-from rkm.deep import DivergenceError
+from rkm import DeepRKM, LSSVMClassifier, LSSVMRegressor, _core, reference
+from rkm.deep import _primal
+from rkm.deep import _levelwise
+from rkm.deep.deep_rkm import DivergenceError
 from rkm.kernels import RBF, kernel_matrix
 
 KERNELS = {"rbf": ("rbf", 0.4, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0), "poly": ("poly", 0.3, 3.0, 1.0)}
@@ -308,8 +310,8 @@ def test_feedforward_hidden_features_follow_the_stationarity_conditions(toeplitz
     _close(model.H_[2].ravel(), (y - model.predict(X)) / lam, 1e-10)
     dims = (3, 3, 3, 3, 2, 2, 1)
     theta = model._primal["theta"]
-    assert theta.size == _deep_primal.feedforward_size(dims, toeplitz)
-    _, E1, _ = _deep_primal.feedforward_forward(theta, X, dims, toeplitz)
+    assert theta.size == _primal.feedforward_size(dims, toeplitz)
+    _, E1, _ = _primal.feedforward_forward(theta, X, dims, toeplitz)
     _close(model.H_[0], E1 / model.eigenvalues_[0], 1e-12)
 
 

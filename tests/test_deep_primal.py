@@ -1,4 +1,4 @@
-"""rkm._deep_primal: the deep feedforward network M2 of Suykens 2017 (eqs. 5.5-5.6) against finite differences and
+"""rkm.deep._primal: the deep feedforward network M2 of Suykens 2017 (eqs. 5.5-5.6) against finite differences and
 a per-sample forward pass written from the equations, and the L-BFGS driver with its divergence guard."""
 
 import pickle
@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from rkm._base import blas_threads
-from rkm._deep_primal import (
-    DivergenceError,
+from rkm._utils.threads import blas_threads
+from rkm._utils.exceptions import DivergenceError
+from rkm.deep._primal import (
     feedforward_forward,
     feedforward_objective,
     feedforward_size,
     initial_feedforward,
-    minimize_objective,
     unpack_feedforward,
 )
+from rkm._utils.optimize import minimize_objective
 
 ETAS = (0.7, 1.3, 0.9)
 LAM3 = 0.3

@@ -1,4 +1,4 @@
-"""rkm.features (Nyström and random Fourier features) and the primal kernel PCA helpers of rkm._primal."""
+"""rkm.features (Nyström and random Fourier features) and the primal kernel PCA helpers of rkm._utils.primal."""
 
 import itertools
 
@@ -9,8 +9,8 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rkm import KernelPCA, features
-from rkm._base import blas_threads
-from rkm._primal import FeatureMoments, feature_moments, hidden_features, primal_components
+from rkm._utils.threads import blas_threads
+from rkm._utils.primal import FeatureMoments, feature_moments, hidden_features, primal_components
 from rkm.features import Nystroem, RandomFourierFeatures, renyi_entropy
 from rkm.kernels import RBF, kernel_matrix
 

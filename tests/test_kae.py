@@ -375,7 +375,7 @@ def test_sklearn_compatible_estimator(estimator, check):
 def test_barzilai_borwein_steps_use_the_previous_iterate():
     # On f = 2 x^2 the BB step is exactly 1/4 from the second step on, whatever the first: the caller's arrays
     # are updated in place, so the stepper must keep its own copies of the previous iterate and gradient.
-    from rkm.kae import _Descent
+    from rkm.autoencoders.kae import _Descent
 
     def fun(x):
         return 2.0 * float(x @ x), 4.0 * x

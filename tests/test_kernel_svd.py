@@ -1,4 +1,4 @@
-"""rkm.kernel_svd.KernelSVD: matrix SVD, the eigenproblem of Suykens 2017 eq. 3.31, out-of-sample encoding by
+"""rkm.shallow.kernel_svd.KernelSVD: matrix SVD, the eigenproblem of Suykens 2017 eq. 3.31, out-of-sample encoding by
 eq. 3.32, solvers, memory and bad input."""
 
 import numpy as np
@@ -8,9 +8,10 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.extmath import svd_flip
 
-from rkm import _base, kernel_svd
-from rkm.kernel_svd import KernelSVD
-from rkm.kpca import KernelPCA
+from rkm._utils import validation
+from rkm.shallow import kernel_svd
+from rkm.shallow.kernel_svd import KernelSVD
+from rkm.shallow.kpca import KernelPCA
 
 # Per-dtype tolerances relative to the largest singular value (or to 1 for unit vectors).
 RTOL = {np.float64: 1e-10, np.float32: 2e-4}
@@ -228,7 +229,7 @@ def test_cross_gram_that_cannot_fit_is_refused_before_allocating(rng, monkeypatc
         raise AssertionError("the cross-Gram matrix was computed")
 
     monkeypatch.setattr(kernel_svd, "kernel_matrix", never)
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2**20)
+    monkeypatch.setattr(validation, "available_memory_bytes", lambda: 2**20)
     with pytest.raises(
         MemoryError, match=r"X: a kernel SVD fit of a 300 x 200 cross-Gram matrix \(dense SVD, float64\)"
     ):

@@ -9,9 +9,11 @@ from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from rkm import KernelPCA, _base, _core, datasets, kpca
+from rkm import KernelPCA, _core, datasets
+from rkm._utils import validation
+from rkm.shallow import kpca
 from rkm.kernels import RBF, kernel_matrix
-from rkm._solvers import fit_memory_bytes as _fit_memory_bytes
+from rkm._utils.eigen import fit_memory_bytes as _fit_memory_bytes
 
 
 def _align_signs(A, B):
@@ -292,11 +294,11 @@ def test_memory_guard_counts_the_solver_workspace(monkeypatch, rng):
     krylov = _fit_memory_bytes(500, 4, 5, np.float64, "krylov", 2)
     dense = _fit_memory_bytes(500, 4, 5, np.float64, "dense", 2)
     assert krylov > 500**2 * 8 and dense >= 5 * 500**2 * 8
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: krylov - 1)
+    monkeypatch.setattr(validation, "available_memory_bytes", lambda: krylov - 1)
     with pytest.raises(MemoryError, match=r"X: a kernel PCA fit of 500 samples \(krylov eigensolver, float64\) "
                                           r"needs \d+\.\d\d GiB but only \d+\.\d\d GiB"):
         KernelPCA(5, eigen_solver="krylov", random_state=0, n_threads=2).fit(X)
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: krylov)
+    monkeypatch.setattr(validation, "available_memory_bytes", lambda: krylov)
     KernelPCA(5, eigen_solver="krylov", random_state=0, n_threads=2).fit(X)
 
 
@@ -417,13 +419,13 @@ def test_auto_picks_by_memory_then_size(blobs, monkeypatch):
 
 
 def test_matrix_free_memory_is_checked_before_allocating(monkeypatch):
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2**20)
+    monkeypatch.setattr(validation, "available_memory_bytes", lambda: 2**20)
     with pytest.raises(MemoryError, match=r"X: a matrix-free kernel PCA fit of 3000 samples .* GiB"):
         KernelPCA(2, method="matrix_free").fit(np.ones((3000, 4)))
 
 
 def test_primal_memory_is_checked_before_allocating(monkeypatch):
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2**20)
+    monkeypatch.setattr(validation, "available_memory_bytes", lambda: 2**20)
     with pytest.raises(MemoryError, match=r"X: a nystrom kernel PCA fit of 3000 samples with 100 features"):
         KernelPCA(2, method="nystrom", n_landmarks=100).fit(np.random.default_rng(0).random((3000, 4)))
 

@@ -12,6 +12,7 @@ from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 import rkm
 from rkm import LSSVMClassifier, LSSVMRegressor, _core, reference
+from rkm._utils import primal
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import RBF, kernel_matrix
 
@@ -247,12 +248,12 @@ def test_explicit_feature_map_primal_equals_dual_on_its_kernel(rng, feature_map)
 
 
 def test_primal_streams_blocks_like_one_block(rng, monkeypatch):
-    from rkm import _primal
+    from rkm._utils import primal
 
     X, Y = _regression_data(rng, n=500)
     feature_map = Nystroem(kernel="rbf", gamma=0.5, n_components=30, random_state=0)
     whole = LSSVMRegressor(feature_map=feature_map, lam=0.1).fit(X, Y)
-    monkeypatch.setattr(_primal, "BLOCK_BYTES", 8 * 30 * 37)  # blocks of 37 rows
+    monkeypatch.setattr(primal, "BLOCK_BYTES", 8 * 30 * 37)  # blocks of 37 rows
     blocks = LSSVMRegressor(feature_map=feature_map, lam=0.1).fit(X, Y)
     np.testing.assert_allclose(blocks.predict(X), whole.predict(X), atol=1e-10)
 
@@ -390,9 +391,9 @@ def test_invalid_data_name_the_argument(rng):
 
 
 def test_kernel_matrix_that_cannot_fit_is_refused_before_allocating(rng, monkeypatch):
-    import rkm._base
+    import rkm._utils.validation
 
-    monkeypatch.setattr(rkm._base, "available_memory_bytes", lambda: 2**20)
+    monkeypatch.setattr(rkm._utils.validation, "available_memory_bytes", lambda: 2**20)
     X, Y = _regression_data(rng, n=1000)
     with pytest.raises(MemoryError, match="solver='cg'.*Nystroem"):
         LSSVMRegressor().fit(X, Y.ravel())

@@ -1,13 +1,13 @@
-"""rkm._pcg: preconditioned conjugate gradients for the LS-SVM dual system (Suykens 2017, eq. 3.16), against a
+"""rkm.shallow._pcg: preconditioned conjugate gradients for the LS-SVM dual system (Suykens 2017, eq. 3.16), against a
 dense solve of the bordered system, and the pivoted Cholesky factor against NumPy's Cholesky."""
 
 import numpy as np
 import pytest
 import scipy.linalg
 
-from rkm import _base
-from rkm._base import blas_threads
-from rkm._pcg import default_max_iter, default_rank, lssvm_pcg_fit, pivoted_cholesky
+from rkm._utils import validation
+from rkm._utils.threads import blas_threads
+from rkm.shallow._pcg import default_max_iter, default_rank, lssvm_pcg_fit, pivoted_cholesky
 from rkm.kernels import kernel_matrix
 
 GAMMA = 0.5
@@ -272,7 +272,7 @@ def test_non_finite_samples():
 
 
 def test_stored_kernel_that_cannot_fit_is_refused_before_allocating(monkeypatch):
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 10**5)
+    monkeypatch.setattr(validation, "available_memory_bytes", lambda: 10**5)
     X, Y = _data()
     with pytest.raises(MemoryError, match="^storage: .*300 x 300 float64 kernel matrix.*storage='matrix_free'"):
         _fit(X, Y, storage="stored")

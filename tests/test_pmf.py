@@ -1,4 +1,4 @@
-"""rkm.pmf.KernelPMF: the normalization of Suykens 2017 eq. 3.35, pmf and density estimates on data with a known
+"""rkm.shallow.pmf.KernelPMF: the normalization of Suykens 2017 eq. 3.35, pmf and density estimates on data with a known
 distribution, scikit-learn's KernelDensity, streaming and bad input."""
 
 import tracemalloc
@@ -11,7 +11,7 @@ from sklearn.neighbors import KernelDensity
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rkm.kernels import RBF, kernel_matrix
-from rkm.pmf import KernelPMF
+from rkm.shallow.pmf import KernelPMF
 
 SUPPORT = np.arange(5.0)[:, None]
 TRUE_PMF = np.array([0.1, 0.2, 0.4, 0.2, 0.1])

@@ -68,3 +68,58 @@ def test_get_set_params_round_trip():
     model.set_params(eta=4.0, scaling="score")
     assert clone(model).get_params()["eta"] == 4.0
     assert clone(model).get_params()["scaling"] == "score"
+
+
+# ------------------------------------------------------------------------------------------------ conventions
+
+import inspect  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+
+import pytest  # noqa: E402
+
+import rkm  # noqa: E402
+from rkm.features import Nystroem  # noqa: E402
+
+PUBLIC_ESTIMATORS = [getattr(rkm, name) for name in rkm.__all__ if isinstance(getattr(rkm, name), type)] + [
+    Nystroem,
+    RandomFourierFeatures,
+]
+
+
+def _vocabulary():
+    """Every backticked identifier in the vocabulary section of CONTRIBUTING.md."""
+    text = (pathlib.Path(__file__).parents[1] / "CONTRIBUTING.md").read_text()
+    section = text.split("## Vocabulary", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`([a-z_][a-z0-9_]*)`", section))
+
+
+@pytest.mark.parametrize("cls", PUBLIC_ESTIMATORS, ids=lambda cls: cls.__name__)
+def test_parameters_after_the_first_are_keyword_only(cls):
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    kinds = [parameter.kind for parameter in parameters]
+    assert all(kind == inspect.Parameter.KEYWORD_ONLY for kind in kinds[1:]), cls.__name__
+
+
+@pytest.mark.parametrize("cls", PUBLIC_ESTIMATORS, ids=lambda cls: cls.__name__)
+def test_parameter_names_come_from_the_vocabulary(cls):
+    names = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    assert names <= _vocabulary(), sorted(names - _vocabulary())
+
+
+@pytest.mark.parametrize("cls", PUBLIC_ESTIMATORS, ids=lambda cls: cls.__name__)
+def test_validate_params_is_scikit_learns(cls):
+    estimator = _default_instance(cls)
+    assert set(cls._parameter_constraints) == set(estimator.get_params(deep=False))
+    assert estimator._validate_params() is None
+    first = next(iter(estimator.get_params(deep=False)))
+    with pytest.raises(ValueError, match=first):
+        estimator.set_params(**{first: object()})._validate_params()
+
+
+def _default_instance(cls):
+    """An instance with the parameters that have no default filled in."""
+    required = {"n_components": 2, "lag": 3}
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return cls(**{p.name: required[p.name] for p in parameters if p.default is inspect.Parameter.empty
+                  and p.name != "self"})

@@ -4,7 +4,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from rkm import _deep_primal, stiefel
+from rkm import stiefel
+from rkm.deep import _primal
 from rkm.reference import stiefel as reference
 
 N, P = 60, 5
@@ -175,7 +176,7 @@ def test_line_searches_treat_a_non_finite_trial_as_a_failed_one(method):
 
 
 def test_divergence_error_is_the_deep_primal_class():
-    assert stiefel.DivergenceError is _deep_primal.DivergenceError
+    assert stiefel.DivergenceError is _primal.DivergenceError
 
 
 @pytest.mark.parametrize("method", ENGINE_METHODS + ("penalty",))

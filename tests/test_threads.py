@@ -8,7 +8,7 @@ import sys
 import pytest
 
 _REPORT = (
-    "import json, os, rkm; from rkm._config import config\n"
+    "import json, os, rkm; from rkm._utils.config import config\n"
     "print(json.dumps([config()['omp_wait_policy'], os.environ.get('OMP_WAIT_POLICY')]))"
 )
 

@@ -1,21 +1,16 @@
 """rkm: restricted kernel machines, deep RKMs and kernel autoencoders with a fast C++ core."""
 
-from rkm._openmp import passive_wait_policy
+from rkm._utils.openmp import passive_wait_policy
 
 with passive_wait_policy():
     from rkm import _core
 
 from rkm import features, metrics, stiefel
-from rkm._config import show_config
-from rkm.kernel_svd import KernelSVD
-from rkm.kae import KernelAutoencoder
-from rkm.kpca import KernelPCA
-from rkm.constr_drkm import ConstrainedDeepRKM
-from rkm.deep import DeepRKM
-from rkm.lssvm import LSSVMClassifier, LSSVMRegressor
-from rkm.multiview import MultiViewRKM
-from rkm.forecast import RKMForecaster
-from rkm.pmf import KernelPMF
+from rkm._utils.config import show_config
+from rkm.autoencoders import KernelAutoencoder
+from rkm.deep import ConstrainedDeepRKM, DeepRKM
+from rkm.multiview import MultiViewRKM, RKMForecaster
+from rkm.shallow import KernelPCA, KernelPMF, KernelSVD, LSSVMClassifier, LSSVMRegressor
 
 __version__ = _core.__version__
 

@@ -1,7 +1,7 @@
 """Explicit feature maps phi with phi(x)^T phi(y) ~ k(x, y): Nyström and random Fourier features.
 
 Both are scikit-learn transformers whose features turn a kernel method into a linear one: kernel PCA in the
-primal (:mod:`rkm._primal`), LS-SVMs in the primal, or any scikit-learn pipeline.
+primal (:mod:`rkm._utils.primal`), LS-SVMs in the primal, or any scikit-learn pipeline.
 
 :class:`Nystroem` (Williams and Seeger 2001) maps x to k(x, L) K_LL^{-1/2} for m landmarks L, so that
 phi(x)^T phi(y) = k(x, L) K_LL^+ k(L, y), the Nyström approximation of the kernel; it is exact on the
@@ -49,8 +49,9 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm._base import FLOAT_DTYPES, blas_threads, check_fits_in_memory, check_n_threads, thread_count
-from rkm._solvers import fix_signs
+from rkm._utils.validation import FLOAT_DTYPES, check_fits_in_memory
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
+from rkm._utils.eigen import fix_signs
 from rkm.kernels import kernel_matrix, kernel_spec
 
 __all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rkm import _core
-from rkm._base import blas_threads, check_fits_in_memory, check_matrix, check_n_threads, check_positive
+from rkm._utils.threads import blas_threads, check_n_threads
+from rkm._utils.validation import check_fits_in_memory, check_matrix, check_positive
 
 KERNEL_NAMES = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
 _ALIASES = {"polynomial": "poly", "gaussian": "rbf"}

@@ -61,7 +61,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import LinearSVC
 from sklearn.utils import check_random_state
 
-from rkm._base import check_choices, check_int
+from rkm._utils.validation import check_choices, check_int
 
 __all__ = ["DCIScores", "dci", "discretize", "irs", "mig", "sap"]
 

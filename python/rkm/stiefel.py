@@ -68,8 +68,9 @@ import scipy.optimize
 from sklearn.utils import check_random_state
 
 from rkm import _core
-from rkm._base import blas_threads, check_int, check_positive
-from rkm._deep_primal import DivergenceError
+from rkm._utils.threads import blas_threads
+from rkm._utils.validation import check_int, check_positive
+from rkm._utils.exceptions import DivergenceError
 
 __all__ = [
     "DivergenceError",

@@ -1,14 +1,12 @@
-"""Validation, memory and thread helpers shared by the public API."""
+"""Validation of arguments and memory checks shared by every estimator."""
 
-import contextlib
-import functools
-import math
 import numbers
 import os
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_array
-from threadpoolctl import ThreadpoolController
+from sklearn.utils._param_validation import Interval, StrOptions
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -26,15 +24,6 @@ def check_matrix(X, name, *, min_samples=1, min_features=1):
         ensure_min_features=min_features,
         input_name=name,
     )
-
-
-def check_n_threads(n_threads):
-    """Validate the n_threads knob (None, k > 0, or -k for all cores but k - 1)."""
-    if n_threads is None:
-        return None
-    if not isinstance(n_threads, numbers.Integral) or isinstance(n_threads, bool) or n_threads == 0:
-        raise ValueError(f"n_threads: must be None, a positive int, or negative (-1 = all cores), got {n_threads!r}")
-    return int(n_threads)
 
 
 def check_positive(value, name, *, allow_none=False):
@@ -101,58 +90,34 @@ def check_fits_in_memory(shape, dtype, name):
     check_memory(needed, name, f"a {' x '.join(map(str, shape))} {np.dtype(dtype).name} matrix")
 
 
-def thread_count(n_threads):
-    """The number of threads n_threads asks for, or None for the libraries' defaults."""
-    if n_threads is None:
-        return None
-    return n_threads if n_threads > 0 else max(1, (os.cpu_count() or 1) + 1 + n_threads)
+# ------------------------------------------------------------------------------------------------------------
+# Parameter constraints (scikit-learn's `_parameter_constraints`): each estimator declares its table from these
+# pieces and decorates `fit` with `sklearn.base._fit_context`, which checks the table before fitting; rules that
+# need the data (n_components <= n_samples, one gamma per level, ...) live in the estimator's
+# `_check_params_vs_input`. The element checks of the per-level sequences stay in the kernel helpers.
+
+N_THREADS = [None, Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left")]
+RANDOM_STATE = ["random_state"]
+VERBOSE = ["verbose"]
+TOL = [None, Interval(Real, 0, None, closed="neither")]
+MAX_ITER = [None, Interval(Integral, 1, None, closed="left")]
+POSITIVE = [Interval(Real, 0, None, closed="neither")]
+NONNEGATIVE = [Interval(Real, 0, None, closed="left")]
+POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
+FINITE = [Interval(Real, None, None, closed="neither")]
+PER_LEVEL = [list, tuple]
 
 
-@functools.cache
-def _threadpool_controller():
-    # Scanning the loaded libraries costs milliseconds: do it once.
-    return ThreadpoolController()
+def kernel_constraints(*, precomputed=True, per_level=False):
+    """The constraints of `kernel`, `gamma`, `degree` and `coef0`: a kernel name (aliases included), an
+    :class:`rkm.kernels.Kernel`, or with per_level=True also a sequence of them (one per level or view)."""
+    from rkm.kernels import KERNEL_NAMES, Kernel, _ALIASES  # rkm.kernels imports this module
 
-
-@contextlib.contextmanager
-def blas_threads(count):
-    """Limit the BLAS libraries to `count` threads for the duration (None: leave them as they are)."""
-    if count is None:
-        yield
-        return
-    with _threadpool_controller().limit(limits=count, user_api="blas"):
-        yield
-
-
-CODINGS = ("one_vs_all", "minimum_output")
-
-
-def _minimum_output_codes(n_classes):
-    """+-1 codewords of ceil(log2 n_classes) bits: the binary digits of the class index."""
-    n_bits = max(1, math.ceil(math.log2(n_classes)))
-    bits = (np.arange(n_classes)[:, None] >> np.arange(n_bits)[None, :]) & 1
-    return 2.0 * bits - 1.0
-
-
-def class_codes(n_classes, coding):
-    """The +-1 codeword of each class (n_classes x n_outputs) for the LS-SVM classifiers' targets (eq. 3.22).
-
-    Two classes use one output (+1 for the second class); more use one output per class ("one_vs_all") or
-    ceil(log2 n_classes) outputs carrying the binary digits of the class index ("minimum_output").
-    """
-    check_choices((("coding", coding, CODINGS),))
-    if n_classes == 2:
-        return np.array([[-1.0], [1.0]])
-    if coding == "one_vs_all":
-        return 2.0 * np.eye(n_classes) - 1.0
-    return _minimum_output_codes(n_classes)
-
-
-def class_scores(outputs, codes, coding):
-    """Per-class scores of coded outputs: the output itself for two classes (positive: the second class),
-    each class's own output for one-vs-all, else the outputs' inner product with each codeword."""
-    if codes.shape[0] == 2:
-        return outputs.ravel()
-    if coding == "one_vs_all":
-        return outputs
-    return outputs @ codes.T.astype(outputs.dtype)
+    names = set(KERNEL_NAMES) | set(_ALIASES) | ({"precomputed"} if precomputed else set())
+    sequences = PER_LEVEL if per_level else []
+    return {
+        "kernel": [StrOptions(names), Kernel, *sequences],
+        "gamma": [None, *FINITE, *sequences],
+        "degree": [*NONNEGATIVE, *sequences],
+        "coef0": [*FINITE, *sequences],
+    }

@@ -9,10 +9,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from rkm._base import check_choices, check_int
+from rkm._utils.validation import check_choices, check_int
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import Kernel, canonical_kernel_name, kernel_spec
-from rkm.multiview import MultiViewRKM
+from rkm.multiview.multiview_rkm import MultiViewRKM
 
 __all__ = ["RKMForecaster"]
 

@@ -5,7 +5,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm._base import FLOAT_DTYPES, check_n_threads
+from rkm._utils.validation import FLOAT_DTYPES
+from rkm._utils.threads import check_n_threads
 from rkm.kernels import kernel_product, model_kernel_spec
 
 # Kernels that are nonnegative on every input (so that p_i >= 0, eq. 3.35) and integrable, so that they also

@@ -6,7 +6,7 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 from rkm import _core
-from rkm._openmp import wait_policy
+from rkm._utils.openmp import wait_policy
 
 
 def config():

@@ -29,21 +29,12 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from rkm import _core, _deep_primal, _levelwise
-from rkm._base import (
-    CODINGS,
-    blas_threads,
-    check_choices,
-    check_int,
-    check_memory,
-    check_n_threads,
-    check_nonnegative,
-    check_positive,
-    class_codes,
-    class_scores,
-    thread_count,
-)
-from rkm._deep_primal import DivergenceError
+from rkm import _core
+from rkm.deep import _levelwise, _primal
+from rkm._utils.coding import CODINGS, class_codes, class_scores
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
+from rkm._utils.validation import check_choices, check_int, check_memory, check_nonnegative, check_positive
+from rkm._utils.exceptions import DivergenceError
 from rkm.kernels import kernel_matrix, kernel_product, kernel_spec
 
 ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
@@ -501,7 +492,7 @@ class DeepRKM(BaseEstimator):
             options["c_stab"], options["c0"], self.regularizer, self.objective, self.n_threads,
         )
         theta0 = np.concatenate([0.1 * rng.standard_normal(M * (s1 + s2 + p)), np.zeros(p), np.ones(s1 + s2)])
-        result = _deep_primal.minimize_objective(lambda t: objective(t)[:2], theta0, n_eigen=s1 + s2,
+        result = _primal.minimize_objective(lambda t: objective(t)[:2], theta0, n_eigen=s1 + s2,
                                                  max_iter=self.max_iter, tol=self.tol, verbose=self.verbose)
         return {"theta": result.theta, "objective": float(result.fun), "n_iter": int(result.nit),
                 "converged": result.converged, "message": result.message, "history": list(result.history),
@@ -515,18 +506,18 @@ class DeepRKM(BaseEstimator):
     def _fit_feedforward_once(self, X, Y, rng):
         dims = self._feedforward_dims(X.shape[1], Y.shape[1])
         options = self._primal_options()
-        theta0 = _deep_primal.initial_feedforward(dims, self.toeplitz, rng)
+        theta0 = _primal.initial_feedforward(dims, self.toeplitz, rng)
 
         def fun(theta):
-            f, grad, _ = _deep_primal.feedforward_objective(
+            f, grad, _ = _primal.feedforward_objective(
                 theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
                 options["objective"], self.toeplitz,
             )
             return f, grad
 
-        result = _deep_primal.minimize_objective(fun, theta0, n_eigen=dims[4] + dims[5], max_iter=self.max_iter,
+        result = _primal.minimize_objective(fun, theta0, n_eigen=dims[4] + dims[5], max_iter=self.max_iter,
                                                  tol=self.tol, verbose=self.verbose)
-        terms = _deep_primal.feedforward_objective(
+        terms = _primal.feedforward_objective(
             result.theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
             options["objective"], self.toeplitz,
         )[2]
@@ -542,7 +533,7 @@ class DeepRKM(BaseEstimator):
                                n_threads=self.n_threads)
             return _core.deep_reduced_set_forward(result["theta"], K1, result["dims"], self._kernels[1],
                                                   self._kernels[2], tuple(map(float, self.etas)), self.n_threads)
-        return _deep_primal.feedforward_forward(result["theta"], X, result["dims"], self.toeplitz)
+        return _primal.feedforward_forward(result["theta"], X, result["dims"], self.toeplitz)
 
     def _primal_outputs(self, X, result):
         return self._primal_forward(X, result)[0]
@@ -564,7 +555,7 @@ class DeepRKM(BaseEstimator):
             *_, s1, s2, p = best["dims"]
             l1, l2 = theta[-(s1 + s2):-s2], theta[-s2:]
             self.intercept_ = theta[-(p + s1 + s2):-(s1 + s2)]
-            Yhat, E1, E2 = _deep_primal.feedforward_forward(theta, X, best["dims"], self.toeplitz)
+            Yhat, E1, E2 = _primal.feedforward_forward(theta, X, best["dims"], self.toeplitz)
             self.H_ = [E1 / l1, E2 / l2, (self._training_targets - Yhat) / self.lam]
         self.eigenvalues_ = [l1, l2]
 

@@ -31,8 +31,10 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm._base import blas_threads, check_choices, check_int, check_n_threads, check_nonnegative
-from rkm._deep_primal import DivergenceError, minimize_objective
+from rkm._utils.threads import blas_threads, check_n_threads
+from rkm._utils.validation import check_choices, check_int, check_nonnegative
+from rkm._utils.exceptions import DivergenceError
+from rkm._utils.optimize import minimize_objective
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec
 
 __all__ = ["KernelAutoencoder"]

@@ -75,16 +75,8 @@ import numpy as np
 import scipy.linalg
 from sklearn.utils import check_array
 
-from rkm._base import (
-    blas_threads,
-    check_fits_in_memory,
-    check_matrix,
-    check_memory,
-    check_n_threads,
-    check_nonnegative,
-    check_positive,
-    thread_count,
-)
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
+from rkm._utils.validation import check_fits_in_memory, check_matrix, check_memory, check_nonnegative, check_positive
 from rkm.features import Nystroem, _kernel_diagonal
 from rkm.kernels import kernel_matrix, kernel_product, kernel_spec
 

@@ -11,18 +11,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm import _solvers
-from rkm._base import (
-    FLOAT_DTYPES,
-    blas_threads,
-    check_choices,
-    check_int,
-    check_matrix,
-    check_memory,
-    check_n_threads,
-    check_positive,
-    thread_count,
-)
+from rkm._utils import eigen
+from rkm._utils.validation import FLOAT_DTYPES, check_choices, check_int, check_matrix, check_memory, check_positive
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
 from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
 
 _SVD_SOLVERS = ("auto", "dense", "arpack")
@@ -43,7 +34,7 @@ def _fit_memory_bytes(n_x, n_z, n_components, dtype, solver, copies_gram):
         solver_entries = k * (n_x + n_z) + _GESDD_WORKSPACE_FACTOR * k * k
     else:  # ARPACK's Lanczos basis of 2 s + 1 vectors of length k, then U, V and G V
         solver_entries = (2 * n_components + 1) * k + 2 * n_components * (n_x + n_z)
-    return item * (gram + solver_entries) + _solvers.MEMORY_SLACK_BYTES
+    return item * (gram + solver_entries) + eigen.MEMORY_SLACK_BYTES
 
 
 class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -395,7 +386,7 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if self.scaling == "score":
             return scores
         hidden = np.divide(scores, self.eigenvalues_, out=np.zeros_like(scores), where=self.eigenvalues_ > 0)
-        return _solvers.finite_or_raise(hidden, "transform")
+        return eigen.finite_or_raise(hidden, "transform")
 
     def _validate_z(self, Z):
         Z = check_matrix(Z, "Z")

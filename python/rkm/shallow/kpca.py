@@ -13,18 +13,19 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm import _core, _primal, _solvers
-from rkm._base import (
+from rkm import _core
+from rkm._utils import primal
+from rkm._utils import eigen
+from rkm._utils.validation import (
     FLOAT_DTYPES,
     available_memory_bytes,
-    blas_threads,
     check_choices,
     check_int,
     check_memory,
-    check_n_threads,
     check_positive,
 )
-from rkm._dask import is_dask_array
+from rkm._utils.threads import blas_threads, check_n_threads
+from rkm._utils.dask_arrays import is_dask_array
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
@@ -35,7 +36,7 @@ _LANDMARKS = ("uniform", "kmeans++", "renyi")
 _EIGEN_SOLVERS = ("auto", "dense", "krylov")
 _SCALINGS = ("hidden", "score", "sklearn")
 _PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
-_DENSE_MAX_SAMPLES = _solvers.DENSE_MAX_SAMPLES
+_DENSE_MAX_SAMPLES = eigen.DENSE_MAX_SAMPLES
 # Beyond this many samples an explicitly requested dense solve warns with its expected time: LAPACK runs for
 # minutes and cannot be interrupted.
 _DENSE_WARN_SAMPLES = 8000
@@ -51,7 +52,7 @@ def _primal_memory_bytes(n_samples, n_features_out, n_components):
     """Peak bytes of a primal fit besides X: the hidden features, two blocks of features in float64 and a few
     m x m matrices (scatter, its eigenvectors, the landmarks' kernel and its square root)."""
     s = n_components or n_features_out
-    return 8 * (n_samples * (s + 1) + 6 * n_features_out**2) + 2 * _primal.BLOCK_BYTES + _solvers.MEMORY_SLACK_BYTES
+    return 8 * (n_samples * (s + 1) + 6 * n_features_out**2) + 2 * primal.BLOCK_BYTES + eigen.MEMORY_SLACK_BYTES
 
 
 def _transform_block(block, model):
@@ -279,7 +280,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if name == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
-            scale = _solvers.check_symmetric(X)
+            scale = eigen.check_symmetric(X)
             return (X.copy(order="C") if self.center else X), scale
         K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
         return K, float(np.abs(np.diagonal(K)).max())
@@ -289,11 +290,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return method if method in _PRIMAL_METHODS else "krylov"
         if self.eigen_solver != "auto":
             return self.eigen_solver
-        return "dense" if _solvers.prefer_dense(n_samples, n_components) else "krylov"
+        return "dense" if eigen.prefer_dense(n_samples, n_components) else "krylov"
 
     def _dense_fit_memory(self, n_samples, n_features, n_components, dtype):
         solver = self._resolve_solver(n_samples, n_components, "dense")
-        return _solvers.fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, self.n_threads), solver
+        return eigen.fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, self.n_threads), solver
 
     def _resolve_method(self, n_samples, n_features, dtype, in_memory=True):
         """The method "auto" stands for: the stored kernel while it fits in half the available memory, then
@@ -315,7 +316,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return "nystrom"
 
     def _dense_eigenpairs(self, K, n_components, solver):
-        return _solvers.leading_eigenpairs(
+        return eigen.leading_eigenpairs(
             K, n_components, solver, n_threads=self.n_threads, random_state=self.random_state, tol=self.tol,
             max_iter=self.max_iter,
         )
@@ -328,7 +329,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             f"a kernel PCA fit of {X.shape[0]} samples ({solver} eigensolver, {X.dtype.name})",
         )
         if solver == "dense" and X.shape[0] > _DENSE_WARN_SAMPLES:
-            _solvers.warn_slow_dense(X.shape[0], n_components, self.n_threads)
+            eigen.warn_slow_dense(X.shape[0], n_components, self.n_threads)
         # The Krylov solver reads the lower triangle only, so the kernel and its centring skip the other.
         lower_only = solver == "krylov"
         K, scale = self._training_kernel(X, lower_only)
@@ -360,9 +361,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 fm.fit(X)
             except ValueError:  # a landmark kernel matrix without a positive eigenvalue
                 return start.astype(X.dtype)
-            moments = self._primal_moments(fm, X, _primal)
-            w, U = _primal.primal_components(moments, min(width, fm.n_components_))
-            H = _primal.hidden_features(fm, X, moments.mean, U, w)
+            moments = self._primal_moments(fm, X, primal)
+            w, U = primal.primal_components(moments, min(width, fm.n_components_))
+            H = primal.hidden_features(fm, X, moments.mean, U, w)
         columns = min(H.shape[1], width)
         start[:, :columns] = H[:, :columns]
         return start.astype(X.dtype)
@@ -371,12 +372,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Eigenpairs of the kernel matrix recomputed in tiles at every block product, and max |K|."""
         n_samples = X.shape[0]
         check_memory(
-            _solvers.matrix_free_memory_bytes(n_samples, X.shape[1], n_components, X.dtype, self.n_threads),
+            eigen.matrix_free_memory_bytes(n_samples, X.shape[1], n_components, X.dtype, self.n_threads),
             "X",
             f"a matrix-free kernel PCA fit of {n_samples} samples ({X.dtype.name})",
         )
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-        block = _solvers.matrix_free_block_size(n_components, n_samples)
+        block = eigen.matrix_free_block_size(n_components, n_samples)
         max_iter = self.max_iter or _core.default_max_iter(n_components, block)
         start = self._matrix_free_start(X, block)
         self._say(f"start block of {block} columns ready; each block product recomputes the kernel")
@@ -386,10 +387,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 self.n_threads, (lambda k: self._say(f"block product {k} done")) if self.verbose else None,
             )
         if not converged:
-            _solvers.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
+            eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
         if self.center:
             self.column_means_, self.grand_mean_ = column_means, grand_mean
-        return w, V, residuals, n_iter, _solvers.kernel_diagonal_max(X, name, gamma, degree, coef0)
+        return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
 
     def _feature_map(self, n_samples, n_features):
         name, gamma, degree, coef0 = self._kernel_spec(n_features)
@@ -410,19 +411,19 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if self.center:
             return moments
         scatter = moments.scatter + moments.n * np.outer(moments.mean, moments.mean)
-        return _primal.FeatureMoments(moments.n, np.zeros_like(moments.mean), scatter)
+        return primal.FeatureMoments(moments.n, np.zeros_like(moments.mean), scatter)
 
-    def _fit_primal(self, X, n_components, backend=_primal):
+    def _fit_primal(self, X, n_components, backend=primal):
         """Kernel PCA in the primal of an explicit feature map: eigenpairs of the m x m covariance of the
         centred features, hidden features from a second pass, and max |K|. `backend` streams in-memory data
-        (rkm._primal) or maps over Dask partitions (rkm._dask)."""
+        (rkm._utils.primal) or maps over Dask partitions (rkm._utils.dask_arrays)."""
         fm = self._feature_map(X.shape[0], X.shape[1])
         check_memory(
             _primal_memory_bytes(X.shape[0], fm.n_components, n_components),
             "X",
             f"a {self.method_} kernel PCA fit of {X.shape[0]} samples with {fm.n_components} features",
         )
-        if backend is _primal:
+        if backend is primal:
             fm.fit(X)
         else:
             backend.fit_feature_map(fm, X)
@@ -431,7 +432,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 f"n_components: at most the {fm._n_features_out} features of method={self.method_!r}, got {n_components}"
             )
         moments = self._primal_moments(fm, X, backend)
-        w, U = _primal.primal_components(moments, n_components)
+        w, U = primal.primal_components(moments, n_components)
         residuals = np.linalg.norm(moments.scatter @ U - U * w, axis=0) / max(w.max(initial=0.0), np.finfo(float).tiny)
         # One pass gives H and, through the extra column U = mean, the approximate kernel's column means
         # phi_j^T mean - mean^T mean (+ mean^T mean below), which the pre-images use.
@@ -442,17 +443,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self.grand_mean_ = float(mean @ mean)
             self.column_means_ = (extended[:, -1] + self.grand_mean_).astype(extended.dtype)
         self.feature_map_, self.feature_mean_, self.primal_vectors_ = fm, mean, U
-        scale = _solvers.kernel_diagonal_max(X, *self._kernel_spec(X.shape[1]))
+        scale = eigen.kernel_diagonal_max(X, *self._kernel_spec(X.shape[1]))
         return w, np.ascontiguousarray(extended[:, :-1]), residuals, 1, scale
 
     def _fit_dask_matrix_free(self, dX, n_components):
         """Matrix-free eigenpairs with each block product run as Dask tasks over row partitions."""
-        from rkm import _dask
+        from rkm._utils import dask_arrays
 
         X = np.asarray(dX)
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         n = X.shape[0]
-        product = _dask.kernel_operator(dX, X, name, gamma, degree, coef0)
+        product = dask_arrays.kernel_operator(dX, X, name, gamma, degree, coef0)
         ones = np.full((n, 1), 1.0 / n, dtype=X.dtype)
         column_means = product(ones)[:, 0].astype(np.float64) if self.center else np.zeros(n)
         grand_mean = float(column_means.mean())
@@ -466,17 +467,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 KB -= (column_means @ B64 - grand_mean * col_sums) + np.outer(column_means, col_sums)
             return KB.astype(X.dtype)
 
-        block = _solvers.matrix_free_block_size(n_components, n)
+        block = eigen.matrix_free_block_size(n_components, n)
         max_iter = self.max_iter or _core.default_max_iter(n_components, block)
         w, V, residuals, n_iter, converged = _core.top_eigsh_operator(
             centred_product, n, n_components, self._matrix_free_start(X, block), self.tol, max_iter, self.n_threads
         )
         if not converged:
-            _solvers.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
+            eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
         if self.center:
             self.column_means_, self.grand_mean_ = column_means.astype(X.dtype), grand_mean
         self.X_fit_ = X
-        return w, V, residuals, n_iter, _solvers.kernel_diagonal_max(X, name, gamma, degree, coef0)
+        return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
 
     def _say(self, message):
         """With verbose, prints a progress line with the time since the fit began."""
@@ -485,11 +486,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def _store_components(self, w, V, scale, n_samples, dtype):
         """Checks the spectrum, scales it by 1 / eta and stores eigenvalues_ and H_."""
-        rounding = _solvers.rounding_level(n_samples, scale, dtype)
-        _solvers.warn_if_below_precision(float(w.max()), rounding, dtype)
-        _solvers.check_positive_spectrum(w, rounding, dtype)
+        rounding = eigen.rounding_level(n_samples, scale, dtype)
+        eigen.warn_if_below_precision(float(w.max()), rounding, dtype)
+        eigen.check_positive_spectrum(w, rounding, dtype)
         with np.errstate(over="ignore"):
-            eigenvalues = _solvers.numerically_positive(w, dtype) / self.eta
+            eigenvalues = eigen.numerically_positive(w, dtype) / self.eta
         if not np.all(np.abs(eigenvalues) <= np.finfo(dtype).max):
             raise ValueError(
                 f"eta: the eigenvalues of K / eta overflow {np.dtype(dtype).name} (eta = {self.eta!r}); use a larger eta"
@@ -556,9 +557,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def _fit_dask(self, dX):
         """fit for a Dask array: the primal methods as a map-reduce, matrix-free products as Dask tasks."""
-        from rkm import _dask
+        from rkm._utils import dask_arrays
 
-        dX = _dask.check_dask_array(dX)
+        dX = dask_arrays.check_dask_array(dX)
         n_samples, n_features = dX.shape
         self.n_features_in_ = n_features
         if hasattr(self, "feature_names_in_"):
@@ -568,7 +569,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             w, V, residuals, n_iter, scale = self._fit_dask_matrix_free(dX, n_wanted)
             self.preimage_ = self._resolve_preimage(self._kernel_spec(n_features)[0])
         else:
-            w, V, residuals, n_iter, scale = self._fit_primal(dX, n_wanted, backend=_dask)
+            w, V, residuals, n_iter, scale = self._fit_primal(dX, n_wanted, backend=dask_arrays)
             # Input-space pre-images need the training set in memory, which a Dask fit does not gather.
             self.preimage_ = None
             if hasattr(self, "X_fit_"):
@@ -642,7 +643,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4); in the primal
         h* = (phi(x*) - mean) U / sqrt(eta lambda), the same map with the approximate kernel."""
         if self.method_ in _PRIMAL_METHODS:
-            return _primal.hidden_features(
+            return primal.hidden_features(
                 self.feature_map_, X, self.feature_mean_, self.primal_vectors_, self.eigenvalues_ * self.eta
             ).astype(X.dtype, copy=False)
         scores = self._scores(X) / self.eta
@@ -662,13 +663,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         check_is_fitted(self)
         if is_dask_array(X):
-            from rkm import _dask
+            from rkm._utils import dask_arrays
 
-            X = _dask.check_dask_array(X)
+            X = dask_arrays.check_dask_array(X)
             dtype = np.result_type(X.dtype, self.H_.dtype)
-            return _dask.transform_blocks(_transform_block, X, self.H_.shape[1], dtype, self)
+            return dask_arrays.transform_blocks(_transform_block, X, self.H_.shape[1], dtype, self)
         X, dtype = self._validate_new(X)
-        return _solvers.finite_or_raise(self._hidden_to_output(self._hidden(X)), "transform").astype(dtype, copy=False)
+        return eigen.finite_or_raise(self._hidden_to_output(self._hidden(X)), "transform").astype(dtype, copy=False)
 
     def fit_transform(self, X, y=None):
         """Fit and return the training projections (the hidden features H, scaled per ``scaling``).
@@ -759,7 +760,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         check_is_fitted(self)
         X, dtype = self._validate_new(X)
-        return self._preimage(_solvers.finite_or_raise(self._hidden(X), "denoise"), X_start=X).astype(dtype, copy=False)
+        return self._preimage(eigen.finite_or_raise(self._hidden(X), "denoise"), X_start=X).astype(dtype, copy=False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -35,7 +35,7 @@ import scipy.linalg
 from scipy.linalg import blas, lapack
 
 from rkm import _core
-from rkm._solvers import fix_signs, numerically_positive
+from rkm._utils.eigen import fix_signs, numerically_positive
 
 # Dense eigensolver up to this many samples; the core's block Krylov solver beyond.
 DENSE_EIGH_MAX_SAMPLES = 2000

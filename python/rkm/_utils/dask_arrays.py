@@ -6,11 +6,11 @@ latent variables, so a row-partitioned Dask array runs it as a map-reduce:
 1. Fit the feature map from the few rows it needs (``feature_map._sample_indices``: the Nyström landmarks or
    candidate pool, nothing for random Fourier features), gathered to the client.
 2. Map: on each row partition, the features phi(X_p) (n_p x d_f) are reduced to their count, mean and centred
-   d_f x d_f scatter (:class:`rkm._primal.FeatureMoments`); the feature matrix itself never leaves the worker.
+   d_f x d_f scatter (:class:`rkm._utils.primal.FeatureMoments`); the feature matrix itself never leaves the worker.
 3. Reduce: the partition moments are merged pairwise in a binary tree by Chan et al.'s update
    (``FeatureMoments.combine``), exact and stable in any order, so only d_f x d_f matrices travel.
 4. Solve: the small eigenproblem of the d_f x d_f scatter runs on the client
-   (:func:`rkm._primal.primal_components`).
+   (:func:`rkm._utils.primal.primal_components`).
 5. Map again: the hidden features (phi(x) - mean) U / sqrt(lambda) of each partition, as a lazy Dask array
    with the row chunks of the input.
 
@@ -29,8 +29,10 @@ import sys
 
 import numpy as np
 
-from rkm import _core, _primal
-from rkm._base import FLOAT_DTYPES, blas_threads, check_matrix, check_n_threads
+from rkm import _core
+from rkm._utils import primal
+from rkm._utils.validation import FLOAT_DTYPES, check_matrix
+from rkm._utils.threads import blas_threads, check_n_threads
 from rkm.kernels import kernel_spec
 
 
@@ -148,7 +150,7 @@ def fit_feature_map(feature_map, dX):
 
 def _block_moments(feature_map, block):
     _check_finite(block)
-    return _primal.feature_moments(feature_map, block)
+    return primal.feature_moments(feature_map, block)
 
 
 def _combine(left, right):
@@ -166,7 +168,7 @@ def _tree_reduce(parts, combine):
 def feature_moments(feature_map, dX):
     """Count, mean and centred scatter matrix of the features phi(X) of a Dask array, computed.
 
-    Each row partition is reduced on its worker to a :class:`rkm._primal.FeatureMoments` (d_f x d_f), and
+    Each row partition is reduced on its worker to a :class:`rkm._utils.primal.FeatureMoments` (d_f x d_f), and
     the partition results are merged in a binary tree by ``FeatureMoments.combine``.
 
     Parameters
@@ -177,7 +179,7 @@ def feature_moments(feature_map, dX):
 
     Returns
     -------
-    moments : rkm._primal.FeatureMoments
+    moments : rkm._utils.primal.FeatureMoments
 
     Raises
     ------
@@ -234,7 +236,7 @@ def transform_blocks(func, dX, n_out, dtype, *shared):
 
 
 def _block_hidden_features(block, feature_map, mean, U, eigenvalues):
-    return _primal.hidden_features(feature_map, block, mean, U, eigenvalues)
+    return primal.hidden_features(feature_map, block, mean, U, eigenvalues)
 
 
 def hidden_features(feature_map, dX, mean, U, eigenvalues):
@@ -247,7 +249,7 @@ def hidden_features(feature_map, dX, mean, U, eigenvalues):
     mean : ndarray of shape (n_feature_map_components,)
     U : ndarray of shape (n_feature_map_components, n_components)
     eigenvalues : ndarray of shape (n_components,)
-        As :func:`rkm._primal.primal_components` returns them.
+        As :func:`rkm._utils.primal.primal_components` returns them.
 
     Returns
     -------

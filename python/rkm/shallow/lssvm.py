@@ -21,19 +21,12 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm import _core, _pcg, _primal
-from rkm._base import (
-    FLOAT_DTYPES,
-    blas_threads,
-    check_choices,
-    check_int,
-    check_memory,
-    check_n_threads,
-    check_positive,
-    class_codes,
-    class_scores,
-    thread_count,
-)
+from rkm import _core
+from rkm.shallow import _pcg
+from rkm._utils import primal
+from rkm._utils.validation import FLOAT_DTYPES, check_choices, check_int, check_memory, check_positive
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
+from rkm._utils.coding import class_codes, class_scores
 from rkm.kernels import kernel_product, model_kernel_spec
 
 _SOLVERS = ("auto", "cholesky", "cg", "primal")
@@ -228,10 +221,10 @@ class _LSSVM(BaseEstimator):
         feature_map = self._fitted_feature_map(X)
         threads = thread_count(self.n_threads)
         with blas_threads(threads):
-            if feature_map is not None and _primal.streams(feature_map):
-                moments, cross, y_mean = _primal.feature_target_moments(feature_map, X, Y)
+            if feature_map is not None and primal.streams(feature_map):
+                moments, cross, y_mean = primal.feature_target_moments(feature_map, X, Y)
             else:
-                moments, cross, y_mean = _primal.block_target_moments(self._features(feature_map, X), Y)
+                moments, cross, y_mean = primal.block_target_moments(self._features(feature_map, X), Y)
         if not self.fit_intercept:
             # Without the bias the system is uncentred: add back the means' outer products.
             scatter = moments.scatter + moments.n * np.outer(moments.mean, moments.mean)
@@ -288,8 +281,8 @@ class _LSSVM(BaseEstimator):
         return X if feature_map is None else feature_map.transform(X)
 
     def _primal_outputs(self, X):
-        if self.feature_map_ is not None and _primal.streams(self.feature_map_):
-            return _primal.linear_outputs(self.feature_map_, X, self.coef_.astype(np.float64), -self.intercept_)
+        if self.feature_map_ is not None and primal.streams(self.feature_map_):
+            return primal.linear_outputs(self.feature_map_, X, self.coef_.astype(np.float64), -self.intercept_)
         with blas_threads(thread_count(self.n_threads)):
             return self._features(self.feature_map_, X) @ self.coef_ + self.intercept_
 
@@ -349,7 +342,7 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         Low-rank preconditioner of solver="cg": F F^T + lam I from a Nyström approximation or a pivoted
         Cholesky factorization of rank ``n_landmarks``.
     n_landmarks : int, default=None
-        Rank of the preconditioner (None: rkm._pcg's default).
+        Rank of the preconditioner (None: rkm.shallow._pcg's default).
     kernel_storage : {"matrix_free", "stored"}, default="matrix_free"
         For solver="cg": recompute the kernel in tiles at each product, or store it once in X's dtype.
     tol : float, default=None

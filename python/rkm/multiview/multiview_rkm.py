@@ -29,17 +29,12 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from rkm import _core, _solvers, stiefel
-from rkm._base import (
-    blas_threads,
-    check_choices,
-    check_int,
-    check_n_threads,
-    check_positive,
-    thread_count,
-)
-from rkm._primal import FeatureMoments
-from rkm._solvers import sign_flips
+from rkm import _core, stiefel
+from rkm._utils import eigen
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
+from rkm._utils.validation import check_choices, check_int, check_positive
+from rkm._utils.primal import FeatureMoments
+from rkm._utils.eigen import sign_flips
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec
 from rkm.preimage import kernel_smoother, ridge_preimage_coefficients
 
@@ -449,8 +444,8 @@ class MultiViewRKM(BaseEstimator):
     def _eigenpairs(self, A):
         """Top s eigenpairs of the symmetric A (C or K): (values, orthonormal vectors, n_iter)."""
         s = self.n_components
-        solver = "dense" if _solvers.prefer_dense(A.shape[0], s) else "krylov"
-        w, V, _, n_iter = _solvers.leading_eigenpairs(
+        solver = "dense" if eigen.prefer_dense(A.shape[0], s) else "krylov"
+        w, V, _, n_iter = eigen.leading_eigenpairs(
             A, s, solver, n_threads=self.n_threads, random_state=self.random_state, tol=self.tol,
             max_iter=self.max_iter, model="MultiViewRKM",
         )

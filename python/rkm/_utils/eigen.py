@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
 from sklearn.utils import check_random_state
 
 from rkm import _core
-from rkm._base import blas_threads, thread_count
+from rkm._utils.threads import blas_threads, thread_count
 
 # Allowance for the interpreter's and NumPy's transient allocations during a fit, beyond the arrays counted.
 MEMORY_SLACK_BYTES = 128 * 2**20

@@ -21,9 +21,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, stiefel
-from rkm._constr_levels import bandwidth_objective, levelwise_init
-from rkm._base import blas_threads, check_choices, check_int, check_n_threads, check_positive, thread_count
-from rkm._solvers import numerically_positive, sign_flips
+from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
+from rkm._utils.threads import blas_threads, check_n_threads, thread_count
+from rkm._utils.validation import check_choices, check_int, check_positive
+from rkm._utils.eigen import numerically_positive, sign_flips
 from rkm.kernels import (
     Kernel,
     canonical_kernel_name,

@@ -1,0 +1,5 @@
+import sys
+
+from rkm.cli.commands import main
+
+sys.exit(main())
