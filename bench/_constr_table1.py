@@ -6,17 +6,17 @@ import time
 from collections import Counter
 
 import numpy as np
-from _constr_common import (
+from _common import (
     TABLE1_GAMMA,
     TABLE1_N,
     TABLE1_SIGMA2,
     TABLE1_SIZES,
     TABLE1_TOL,
     log,
-    max_principal_sine,
     quiet_convergence,
     table1_data,
 )
+
 from rkm.cli.report import markdown_table
 
 # ---------------------------------------------------------------------- the paper's numbers
@@ -57,6 +57,13 @@ AGREEMENT_GRAD = 1e-4
 PENALTY_TOL = 1e6
 
 
+def max_principal_sine(A, B):
+    """sin of the largest principal angle between the column spans of A and B (0: the same subspace)."""
+    from scipy.linalg import subspace_angles
+
+    return float(np.sin(np.max(subspace_angles(A, B))))
+
+
 def levelwise_start(X, n_threads):
     """The start of ``init="levelwise"``, computed once by its NumPy twin ``rkm.reference.constr_drkm.
     levelwise_init`` (two dense eigendecompositions, seconds each on this machine) and passed to the fits as an
@@ -75,13 +82,13 @@ def _fit(X, solver, init, seed, options, max_iter, n_threads, tol=TABLE1_TOL):
     from rkm.deep.constrained import ConstrainedDeepRKM
 
     model = ConstrainedDeepRKM(
-        n_components=TABLE1_SIZES, kernel="rbf", gamma=TABLE1_GAMMA, eta=1.0, solver=solver, init=init,
-        center=False, max_iter=max_iter, tol=tol, solver_options=options, n_threads=n_threads,
+        n_components=TABLE1_SIZES, kernel="rbf", gamma=TABLE1_GAMMA, eta=1.0, stiefel_method=solver, init=init,
+        center=False, max_iter=max_iter, tol=tol, stiefel_options=options, n_threads=n_threads,
         random_state=seed,
     )
     with quiet_convergence():
         model.fit(X)
-    result = model.solver_result_
+    result = model.stiefel_result_
     return {
         "objective": float(model.objective_),
         "feasibility": float(model.feasibility_),
@@ -312,7 +319,7 @@ def _text(args, runs, main_rows, lr_rows, agreement_rows, budget_rows):
         "in brackets, of the raw iterate). Iteration caps: "
         f"{caps}, penalty {MAX_ITER['penalty'][args.quick]} inner iterations (at most 30 outer). Iterations: "
         "accepted steps (penalty: all inner L-BFGS iterations); calls: objective + gradient evaluations; runtime: "
-        "the solver's own time (`solver_result_.time`, kernel matrix and initialization excluded). Cayley "
+        "the solver's own time (`stiefel_result_.time`, kernel matrix and initialization excluded). Cayley "
         f"Adam's tuned lr: chosen on seed 0 only from {{{', '.join(f'{v:g}' for v in grid)}}} (cap "
         f"{LR_GRID_MAX_ITER[mode]} iterations) by the least time to the tolerance, or, when none reaches it, the "
         f"smallest final grad_norm: lr = {args.tuned_lr:g}.{paper_lr} Mean (std, ddof 1) over the "

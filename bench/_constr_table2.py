@@ -7,9 +7,10 @@ import itertools
 import time
 
 import numpy as np
-from _constr_common import FIGURES, log, quiet_convergence
-from rkm.cli.report import markdown_table
+from _common import FIGURES, log, quiet_convergence, save_figure
 from scipy.spatial import cKDTree
+
+from rkm.cli.report import markdown_table
 
 # ---------------------------------------------------------------------- the paper's numbers
 
@@ -110,8 +111,9 @@ def levelwise_start(X, gamma1, gamma2, n_threads, level1=None):
     s1 eigenvectors of K1, H2 the top s2 of Pi K2(H1) Pi - c H1 H1^T (Pi = I - H1 H1^T, c = 1 + ||K2||_F),
     here by ARPACK instead of dense eigendecompositions (1.5 s instead of 7.7 s at N = 3000 on this machine).
     ``level1`` reuses an H1 computed for the same gamma1. Returns (H, H1)."""
-    from rkm.kernels import kernel_matrix
     from scipy.sparse.linalg import LinearOperator
+
+    from rkm.kernels import kernel_matrix
 
     n = X.shape[0]
     if level1 is None:
@@ -134,7 +136,7 @@ def drkm(gamma1, gamma2, n_threads, init="levelwise"):
     from rkm.deep.constrained import ConstrainedDeepRKM
 
     return ConstrainedDeepRKM(
-        n_components=SIZES, kernel="rbf", gamma=(gamma1, gamma2), eta=1.0, solver=SOLVER, init=init,
+        n_components=SIZES, kernel="rbf", gamma=(gamma1, gamma2), eta=1.0, stiefel_method=SOLVER, init=init,
         center=False, max_iter=SOLVER_MAX_ITER, tol=SOLVER_TOL, n_threads=n_threads,
     )
 
@@ -187,7 +189,7 @@ def select_cell(name, noise, args):
             cell[key][measure] = {**chosen, "denoised": points,
                                   "error": errors(points, data["C"], data["curve"])[measure]}
     cell["drkm_seconds"] = float(np.median([e["seconds"] for e in candidates["drkm"]]))
-    cell["drkm_statuses"] = [e["model"].solver_result_.status for e in candidates["drkm"]]
+    cell["drkm_statuses"] = [e["model"].stiefel_result_.status for e in candidates["drkm"]]
     cell["noisy"] = errors(data["X"], data["C"], data["curve"])
     cell["seconds"] = time.perf_counter() - began
     return cell
@@ -282,7 +284,7 @@ def _table2_text(args, ratio_rows, detail_rows):
         f"Denoising the four 2-D shapes of `rkm.datasets.SHAPES` ({n_train} training + {n_val} validation points "
         "per (shape, noise) cell, drawn together from one seed and split; white Gaussian noise of std σn). "
         f"Constr-DRKM: `ConstrainedDeepRKM(n_components={SIZES}, kernel=\"rbf\", gamma=(γ1, γ2), eta=1.0, "
-        f"init=\"levelwise\", center=False, solver=\"{SOLVER}\", tol={SOLVER_TOL:g}, max_iter={SOLVER_MAX_ITER})` "
+        f"init=\"levelwise\", center=False, stiefel_method=\"{SOLVER}\", tol={SOLVER_TOL:g}, max_iter={SOLVER_MAX_ITER})` "
         "(the paper trains with Algorithm 1 from the same level-wise start; we take the fastest of our methods "
         "on these fits, whose denoising errors agreed with pg's and pg_anderson's to 3 digits in a probe), "
         "the level-wise start computed by ARPACK (`levelwise_start` in bench/_constr_table2.py: the same "
@@ -359,9 +361,7 @@ def plot_components(cell, path):
         axis.set(xlim=(low[0], high[0]), ylim=(low[1], high[1]), aspect="equal")
     figure.suptitle(f"{SHAPE_TITLES[cell['name']]}, σn = {cell['noise']:g}, {cell['n_train']} points; "
                     f"Constr-DRKM s = (2, 1), {_point(cell['drkm']['paired']['point'])}")
-    figure.tight_layout()
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
+    save_figure(figure, path, dpi=90)
     return errors
 
 

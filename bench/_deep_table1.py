@@ -7,15 +7,18 @@ import time
 from collections import Counter
 
 import numpy as np
-from _deep_common import coded_mse, parallel_map, quiet_convergence
-from rkm.cli.report import markdown_table
-from shallow_rkm import (
+from _common import (
     TABLE1_LAMBDAS,
     TABLE1_SIGMA_SCALES,
-    _select_on_validation,
+    coded_mse,
     error_rate,
     lssvm_classifier_factory,
+    parallel_map,
+    quiet_convergence,
+    select_on_validation,
 )
+
+from rkm.cli.report import markdown_table
 
 # ---------------------------------------------------------------------- the paper's numbers and tuning
 
@@ -37,30 +40,30 @@ PAPER_INITS = {"pid": 100, "bld": 20, "ion": 10}
 TABLE1_TUNING = {
     "pid": {
         "M1": {"n_components": (2, 2), "n_reduced": 20, "lam": 1e-2, "c_stab": 10.0},
-        "M2": {"n_components": (4, 2), "hidden_units": (3, 3, 3), "lam": 1e-2, "c_stab": 10.0},
-        "M2T": {"n_components": (4, 4), "hidden_units": (3, 3, 3), "lam": 1e-2, "c_stab": 1.0},
+        "M2": {"n_components": (4, 2), "hidden_layer_sizes": (3, 3, 3), "lam": 1e-2, "c_stab": 10.0},
+        "M2T": {"n_components": (4, 4), "hidden_layer_sizes": (3, 3, 3), "lam": 1e-2, "c_stab": 1.0},
     },
     "bld": {
         "M1": {"n_components": (3, 2), "n_reduced": 20, "lam": 1e-3, "c_stab": 100.0},
-        "M2": {"n_components": (4, 2), "hidden_units": (3, 3, 5), "lam": 1e-3, "c_stab": 1000.0},
-        "M2T": {"n_components": (4, 2), "hidden_units": (3, 3, 5), "lam": 1e-3, "c_stab": 1000.0},
+        "M2": {"n_components": (4, 2), "hidden_layer_sizes": (3, 3, 5), "lam": 1e-3, "c_stab": 1000.0},
+        "M2T": {"n_components": (4, 2), "hidden_layer_sizes": (3, 3, 5), "lam": 1e-3, "c_stab": 1000.0},
     },
     "ion": {
         "M1": {"n_components": (3, 2), "n_reduced": 30, "lam": 1e-3, "c_stab": 100.0},
-        "M2": {"n_components": (3, 3), "hidden_units": (3, 3, 3), "lam": 1e-3, "c_stab": 1000.0},
-        "M2T": {"n_components": (3, 3), "hidden_units": (3, 3, 3), "lam": 1e-3, "c_stab": 1000.0},
+        "M2": {"n_components": (3, 3), "hidden_layer_sizes": (3, 3, 3), "lam": 1e-3, "c_stab": 1000.0},
+        "M2T": {"n_components": (3, 3), "hidden_layer_sizes": (3, 3, 3), "lam": 1e-3, "c_stab": 1000.0},
     },
 }
 C0 = 0.1
 # The variants of section 6.1: (tuning entry, DeepRKM options).
 TABLE1_VARIANTS = {
-    "M1,a": ("M1", {"method": "reduced_set", "objective": "full", "c0": C0, "regularizer": "H"}),
-    "M1,b": ("M1", {"method": "reduced_set", "objective": "full", "c0": 0.0, "regularizer": "H"}),
-    "M1,c": ("M1", {"method": "reduced_set", "objective": "level3", "regularizer": "W"}),
-    "M2,a": ("M2", {"method": "feedforward", "objective": "full", "c0": C0}),
-    "M2,b": ("M2", {"method": "feedforward", "objective": "full", "c0": 0.0}),
-    "M2,b,T": ("M2T", {"method": "feedforward", "objective": "full", "c0": 0.0, "toeplitz": True}),
-    "M2,c": ("M2", {"method": "feedforward", "objective": "level3", "regularizer": "W"}),
+    "M1,a": ("M1", {"solver": "reduced_set", "objective": "full", "c0": C0, "regularizer": "H"}),
+    "M1,b": ("M1", {"solver": "reduced_set", "objective": "full", "c0": 0.0, "regularizer": "H"}),
+    "M1,c": ("M1", {"solver": "reduced_set", "objective": "level3", "regularizer": "W"}),
+    "M2,a": ("M2", {"solver": "feedforward", "objective": "full", "c0": C0}),
+    "M2,b": ("M2", {"solver": "feedforward", "objective": "full", "c0": 0.0}),
+    "M2,b,T": ("M2T", {"solver": "feedforward", "objective": "full", "c0": 0.0, "toeplitz": True}),
+    "M2,c": ("M2", {"solver": "feedforward", "objective": "level3", "regularizer": "W"}),
 }
 
 
@@ -69,12 +72,12 @@ def table1_params(name, variant, level1_gamma=1.0):
     entry, options = TABLE1_VARIANTS[variant]
     params = dict(TABLE1_TUNING[name][entry])
     params.update(options)
-    gamma = (level1_gamma, 1.0, 1.0) if params["method"] == "reduced_set" else 1.0
+    gamma = (level1_gamma, 1.0, 1.0) if params["solver"] == "reduced_set" else 1.0
     params.update(
         architecture="kpca_kpca_lssvm",
         kernel="rbf",
         gamma=gamma,
-        etas=(1.0, 1.0, 1.0),
+        eta=(1.0, 1.0, 1.0),
         task="classification",
         max_iter=400,
         tol=1e-6,
@@ -85,7 +88,7 @@ def table1_params(name, variant, level1_gamma=1.0):
 def _table1_inits(task):
     """Fit one variant from each of the given seeds (one initialization each) and score it."""
     import rkm
-    from rkm.deep.deep_rkm import DivergenceError
+    from rkm.deep import DivergenceError
 
     params, split, seeds = task
     rows = []
@@ -184,7 +187,7 @@ def lssvm_on_split(split, n_threads):
 
     grid = {"sigma_scale": TABLE1_SIGMA_SCALES, "lam": TABLE1_LAMBDAS}
     factory = lssvm_classifier_factory(split["X_train"].shape[1], n_threads)
-    _, error, _ = _select_on_validation(factory, grid, Bunch(**split))
+    _, error, _ = select_on_validation(factory, grid, Bunch(**split))
     return 100 * error
 
 
@@ -233,8 +236,8 @@ def _table1_text(args, sets, inits, robust_inits, summaries, lssvm):
     status_rows = [[label] + [_status_cell(summaries[(n, label, 0)]) for n in sets] for label in labels]
     text = (
         'Deep RKM `rkm.DeepRKM(architecture="kpca_kpca_lssvm")` trained in the primal with L-BFGS-B (max_iter '
-        "400, tol 1e-6; the paper used Matlab's fminunc): M1 = `method=\"reduced_set\"` (RBF in all three "
-        'levels), M2 = `method="feedforward"` (tanh); variants a: `objective="full", c0=0.1, regularizer="H"`; '
+        "400, tol 1e-6; the paper used Matlab's fminunc): M1 = `solver=\"reduced_set\"` (RBF in all three "
+        'levels), M2 = `solver="feedforward"` (tanh); variants a: `objective="full", c0=0.1, regularizer="H"`; '
         'b: the same with c0 = 0; c: `objective="level3", regularizer="W"`; M2,b,T: b with `toeplitz=True`. '
         "Section 6.1's tuning per set: pid M1 (s1, s2) = (2, 2), M = 20, lambda3 = 1e-2, c_stab = 10; M2 (4, 2), "
         "nh = (3, 3, 3), lambda3 = 1e-2, c_stab = 10; M2,b,T (4, 4), nh (3, 3, 3), c_stab = 1. bld M1 (3, 2), "

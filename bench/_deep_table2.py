@@ -6,19 +6,23 @@ import time
 from collections import Counter
 
 import numpy as np
-from _deep_common import format_grid, parallel_map, quiet_convergence, relative_change
-from rkm.cli.report import markdown_table
-from shallow_rkm import (
+from _common import (
     TABLE2_GRID,
     TABLE2_GRID_QUICK,
+    format_grid,
     grid_scores,
     lssvm_regressor_factory,
     mse,
+    parallel_map,
+    quiet_convergence,
+    relative_change,
     select,
     table2_data,
     table2_run,
 )
 from sklearn.model_selection import ParameterGrid
+
+from rkm.cli.report import markdown_table
 
 # ---------------------------------------------------------------------- the paper's numbers
 
@@ -78,9 +82,9 @@ def deep_regressor_factory(n_components, n_passes, n_threads):
             kernel="rbf",
             gamma=1.0 / sigma**2,
             lam=lam,
-            etas=(1.0, 1.0 / inv_eta, 1.0 / inv_eta),
+            eta=(1.0, 1.0 / inv_eta, 1.0 / inv_eta),
             n_passes=n_passes,
-            method="levelwise",
+            solver="levelwise",
             task="regression",
             n_threads=n_threads,
         )
@@ -324,7 +328,7 @@ def _table2_text(args, grid, fine_grid, rows, measured):
         paper_header += [f"paper {name}", f"{name}, {TABLE2_PASSES} passes", f"{name}, {TABLE2_PASSES - 1} passes",
                          f"{name}: H1 move"]
     return (
-        'Deep RKM `rkm.DeepRKM(architecture="lssvm_kpca_kpca", method="levelwise")`: LS-SVM level with RBF '
+        'Deep RKM `rkm.DeepRKM(architecture="lssvm_kpca_kpca", solver="levelwise")`: LS-SVM level with RBF '
         "kernel exp(-d^2 / sigma^2), eta1 = 1, two linear kernel PCA levels with (s2, s3) = (1, 1) and (7, 2), "
         f"{TABLE2_PASSES} forward-backward passes from H2 = H3 = 0 (eq. 4.18), against the basic LS-SVM "
         '(`rkm.LSSVMRegressor`, solver="cholesky"), on the data of section 6.2.1 '

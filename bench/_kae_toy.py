@@ -1,5 +1,5 @@
 """Part ``toy`` of bench/kae.py: 2-D sets (section 5.1, Fig. 3, Appendix C.1). A 2-1-2 kernel autoencoder
-(rkm.KernelAutoencoder(hidden_sizes=(1,))) against the optimal linear 2-1-2 autoencoder (PCA with one component)
+(rkm.KernelAutoencoder(hidden_layer_sizes=(1,))) against the optimal linear 2-1-2 autoencoder (PCA with one component)
 and a small MLP autoencoder (scikit-learn's MLPRegressor trained X -> X through a 1-unit bottleneck): held-out
 reconstruction error over seeds, fit times, and the Fig. 3 panels."""
 
@@ -7,15 +7,14 @@ import itertools
 import time
 
 import numpy as np
-import rkm
-from rkm.cli.report import markdown_table
+from _common import FIGURES, blas_threads, core_threads, log, quiet_convergence, save_figure
+from _kae_data import DATASETS, describe_toy, split_toy
 from sklearn.decomposition import PCA
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPRegressor
-from threadpoolctl import threadpool_limits
 
-from _constr_common import FIGURES, core_threads, log, quiet_convergence
-from _kae_data import DATASETS, describe_toy, split_toy
+import rkm
+from rkm.cli.report import markdown_table
 
 # Hyperparameters are chosen on seed 0's training set only: its last n_val points validate fits on the others.
 # On the standardized data the estimator's default gammas are 1 / (d_0 X.var()) = 0.5 (layer 1) and 1 / d_1 = 1
@@ -46,10 +45,10 @@ def squared_errors(X, X_hat):
     return np.sum((np.asarray(X) - np.asarray(X_hat)) ** 2, axis=1)
 
 
-def kae_model(params, seed, config, n_threads, hidden_sizes=(1,), max_iter=None):
-    return rkm.KernelAutoencoder(hidden_sizes=hidden_sizes, kernel="rbf",
+def kae_model(params, seed, config, n_threads, hidden_layer_sizes=(1,), max_iter=None):
+    return rkm.KernelAutoencoder(hidden_layer_sizes, kernel="rbf",
                                  gamma=(params["gamma_1"], params["gamma_2"]),
-                                 penalties=params["penalty"], max_iter=max_iter or config["max_iter"],
+                                 lam=params["penalty"], max_iter=max_iter or config["max_iter"],
                                  random_state=seed,
                                  n_threads=n_threads)
 
@@ -70,7 +69,7 @@ def _timed_fit(model, X):
             with core_threads(model.n_threads):
                 model.fit(X)
         else:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with blas_threads(1):
                 model.fit(X, X) if isinstance(model, MLPRegressor) else model.fit(X)
     return time.perf_counter() - start
 
@@ -182,7 +181,7 @@ def _code_grid(codes):
 def plot_arrays(data, fitted, chosen, config, n_threads):
     """What the figures show, from seed 0: the test points, each method's reconstruction of them and its decoder
     curve (the image of the code interval spanned by the training codes), the KAE's 1-D codes after
-    ``EARLY_ITER`` iterations and at the end, and the 2-D codes of a KAE with hidden_sizes=(2,)."""
+    ``EARLY_ITER`` iterations and at the end, and the 2-D codes of a KAE with hidden_layer_sizes=(2,)."""
     arrays = {"X_test": _rounded(data.X_test), "y_test": data.y_test.tolist()}
     for method, (model, _) in fitted.items():
         arrays[f"{method}_reconstruction"] = _rounded(reconstruct(method, model, data.X_test))
@@ -192,7 +191,7 @@ def plot_arrays(data, fitted, chosen, config, n_threads):
     early = kae_model(chosen["kae"], 0, config, n_threads, max_iter=EARLY_ITER)
     _timed_fit(early, data.X_train)
     arrays["kae_codes_early"] = _rounded(np.ravel(early.transform(data.X_test)))
-    wide = kae_model(chosen["kae"], 0, config, n_threads, hidden_sizes=(2,))
+    wide = kae_model(chosen["kae"], 0, config, n_threads, hidden_layer_sizes=(2,))
     _timed_fit(wide, data.X_train)
     arrays["kae2_codes"] = _rounded(wide.transform(data.X_test))
     arrays["kae2_test_mse"] = float(np.mean(wide.reconstruction_error(data.X_test)))
@@ -258,8 +257,8 @@ def table_toy(records):
         f"Each seed draws {config['n_train']} training and {config['n_test']} test points (the seed also seeds "
         "every model), standardized with the training set's mean and standard deviation; all errors are in those "
         "units: MSE = mean over the test points of ||x - x_hat||^2. Cells: median [min, max] over "
-        f"{config['seeds']} seeds. Models: `rkm.KernelAutoencoder(hidden_sizes=(1,), kernel=\"rbf\", "
-        f"gamma=(gamma_1, gamma_2), penalties=penalty, max_iter={config['max_iter']})` (defaults otherwise: "
+        f"{config['seeds']} seeds. Models: `rkm.KernelAutoencoder(hidden_layer_sizes=(1,), kernel=\"rbf\", "
+        f"gamma=(gamma_1, gamma_2), lam=penalty, max_iter={config['max_iter']})` (defaults otherwise: "
         "L-BFGS on the hidden layer with the last layer solved by kernel ridge regression at every evaluation, "
         "adjoint gradient, tol 1e-7, seeded random start); PCA with one component (the optimal linear 2-1-2 "
         "autoencoder); "
@@ -282,7 +281,7 @@ def table_toy(records):
 
 def _wide_text(arrays):
     accuracy = arrays.get("kae2_code_knn_accuracy")
-    return ("A KAE with hidden_sizes=(2,) (same gammas and penalties, seed 0): test MSE "
+    return ("A KAE with hidden_layer_sizes=(2,) (same gammas and lam, seed 0): test MSE "
             f"{arrays['kae2_test_mse']:.4f}"
             + ("" if accuracy is None else f", code 5-NN accuracy {accuracy:.2f}")
             + " (its 2-D codes are the last panel of the figure).")
@@ -388,9 +387,5 @@ def plot_toy(records, directory=FIGURES):
                  "(f) KAE 2-2-2: internal 2-D representation" if circles else "KAE 2-2-2: 2-D codes")
         for ax in axes[k + 2:]:
             ax.axis("off")
-        fig.tight_layout()
-        path = directory / f"kae_{name}.png"
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, directory / f"kae_{name}.png", dpi=80))
     return paths

@@ -1,19 +1,17 @@
 """Parts of bench/multiview.py: the data and comparison helpers, the ``flowchart`` table and the ``perf``
 targets. Run them through ``python bench/multiview.py --part flowchart perf``."""
 
-import contextlib
 import time
 
 import numpy as np
 import scipy.linalg
-from _constr_common import log, quiet_convergence
+from _common import log, mean_distance_gamma, quiet_convergence, timed, timed_median
 
 import rkm
 from rkm import reference
-from rkm.cli.report import markdown_table
 from rkm.cli.bench import noisy_digits
+from rkm.cli.report import markdown_table
 from rkm.features import RandomFourierFeatures
-from rkm.multiview.forecast import _lagged_pairs
 from rkm.kernels import RBF
 from rkm.stiefel import random_point
 
@@ -22,32 +20,6 @@ EIG_SOLVERS = ("primal_eig", "dual_eig")
 STIEFEL_SOLVERS = ("primal_stiefel", "dual_stiefel")
 SANTAFE_SIGMA = 2.1856  # Appendix C, Fig. 6: exp(-d^2 / (2 sigma^2)) on the standardized lag windows
 SANTAFE_GAMMA = RBF.from_sigma(SANTAFE_SIGMA, convention="gaussian").gamma
-
-
-@contextlib.contextmanager
-def pinned_threads(n_threads):
-    """``n_threads`` OpenMP and BLAS threads inside the block. Unlike the Constr-DRKM objective (see
-    ``core_threads``), the multi-view fits call no BLAS from inside the core's OpenMP loops, and their NumPy
-    products (covariances, Gram matrices of explicit features) and the NumPy references need BLAS's threads."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=n_threads):
-        yield
-
-
-def timed(function):
-    """(seconds, result) of one call."""
-    start = time.perf_counter()
-    result = function()
-    return time.perf_counter() - start, result
-
-
-def timed_median(function, repeats, warm_up=True):
-    """(median seconds over ``repeats`` calls, the last result), after one untimed warm-up call if asked."""
-    if warm_up:
-        function()
-    runs = [timed(function) for _ in range(repeats)]
-    return float(np.median([seconds for seconds, _ in runs])), runs[-1][1]
 
 
 # ---------------------------------------------------------------------------------------------------- series
@@ -73,7 +45,8 @@ def lag_views(series, lag):
     with its own mean and std: windows [z_{t-lag+1}, ..., z_t] (n, lag) and targets z_{t+1} (n, 1),
     n = len(series) - lag."""
     z = (series - series.mean()) / series.std()
-    return _lagged_pairs(z[:, None], lag)
+    windows = np.lib.stride_tricks.sliding_window_view(z[:-1], lag)  # (n, lag), oldest first
+    return np.ascontiguousarray(windows), z[lag:, None].copy()
 
 
 def load_santafe():
@@ -163,7 +136,7 @@ def flow_case(n, d, gamma, n_threads, quick):
         solvers = [s for s in solvers if s not in STIEFEL_SOLVERS]
     record = {"N": n, "d": d, "repeats": repeats, "seconds": {}, "objective": {}}
     for solver in solvers + ["auto"]:
-        model = rkm.MultiViewRKM(FLOW_COMPONENTS, kernels=kernels, solver=solver, random_state=0,
+        model = rkm.MultiViewRKM(FLOW_COMPONENTS, kernel=kernels, solver=solver, random_state=0,
                                  n_threads=n_threads)
         with quiet_convergence():
             seconds, fitted = timed_median(lambda: model.fit(views), repeats, warm_up)
@@ -245,12 +218,6 @@ GRID_CAP = {"full": 20.0, "quick": 2.0}  # seconds per grid learning rate
 FIND_CAP = {"full": 1500, "quick": 1500}  # iterations of the fit that finds where rkm reaches the target
 
 
-def mean_distance_gamma(X):
-    """1 / the mean squared distance between consecutive halves of X: an rbf bandwidth of the data's scale."""
-    half = X.shape[0] // 2
-    return 1.0 / np.mean(np.sum((X[:half] - X[half:2 * half]) ** 2, axis=1))
-
-
 def reference_dual_eig(views, gammas, s, n_threads):
     """What a NumPy user writes for Algorithm 2 with rbf views: the NumPy reference kernel matrices, double
     centred and summed, then LAPACK's subset eigensolver (scipy.linalg.eigh, subset_by_index: the top s only)."""
@@ -270,7 +237,7 @@ def perf_dual_eig(quick, n_threads):
     views = [X[:, :32], X[:, 32:]]  # top and bottom halves of the 8x8 images
     gammas = tuple(mean_distance_gamma(v) for v in views)
     repeats = 1 if quick else 3
-    model = rkm.MultiViewRKM(PERF_COMPONENTS, kernels=("rbf", "rbf"), gammas=gammas, solver="dual_eig",
+    model = rkm.MultiViewRKM(PERF_COMPONENTS, kernel=("rbf", "rbf"), gamma=gammas, solver="dual_eig",
                              n_threads=n_threads)
     ours, fitted = timed_median(lambda: model.fit(views), repeats)
     ref, (w, H) = timed_median(lambda: reference_dual_eig(views, gammas, PERF_COMPONENTS, n_threads), 1)
@@ -335,7 +302,7 @@ def ours_to_target(views, kernels, s, target, n_threads, find_cap):
     iterations; it is also the warm-up) finds that iteration k in the method's history, a second one with
     max_iter = k is timed."""
     def fit(max_iter):
-        model = rkm.MultiViewRKM(s, kernels=kernels, solver="dual_stiefel", max_iter=max_iter, random_state=0,
+        model = rkm.MultiViewRKM(s, kernel=kernels, solver="dual_stiefel", max_iter=max_iter, random_state=0,
                                  n_threads=n_threads)
         with quiet_convergence():
             return timed(lambda: model.fit(views))
@@ -368,7 +335,7 @@ def perf_stiefel(quick, n_threads, santafe_series):
     records = []
     for name, (views, kernels, s) in stiefel_problems(quick, santafe_series).items():
         model_kernels = tuple(RBF(g) if k == "rbf" else k for k, g in kernels)
-        eig = rkm.MultiViewRKM(s, kernels=model_kernels, solver="dual_eig", n_threads=n_threads).fit(views)
+        eig = rkm.MultiViewRKM(s, kernel=model_kernels, solver="dual_eig", n_threads=n_threads).fit(views)
         target = float(eig.objective_)
         ours = ours_to_target(views, model_kernels, s, target, n_threads, FIND_CAP[mode])
         low, high = REFERENCE_CAP[mode]

@@ -14,27 +14,20 @@ bench/RESULTS.md, our numbers beside the paper's:
 - ``figures``: Figs. 2-3 style panels (one component at a time, and all) for the square + spiral and the
   two squares, spiral and ring, saved as bench/figures/constr_drkm_*.png (needs matplotlib).
 
-Needs the compiled core's ``ConstrainedDeepObjective`` and ``stiefel_minimize``. Everything runs in this
-process with ``--n-threads`` OpenMP threads and a single-threaded BLAS (``core_threads``).
+Everything runs in this process with ``--n-threads`` OpenMP threads and a single-threaded BLAS (``core_threads`` in
+bench/_common.py).
 
     python bench/constr_drkm.py                     # full: Table 1 about 25 min, Table 2 about 20 min
     python bench/constr_drkm.py --quick             # a few minutes
     python bench/constr_drkm.py --part table1
 """
 
-import argparse
 import time
 
-from _constr_common import (
-    RESULTS,
-    core_threads,
-    load_average,
-    log,
-    require_core,
-    write_subsection,
-)
+from _common import RESULTS, core_threads, load_average, log, script_parser, write_subsection
 from _constr_table1 import part_table1
 from _constr_table2 import part_figures, part_table2
+
 from rkm.cli.report import provenance
 
 HEADING = "## Constr-DRKM (Tonin et al. 2021)"
@@ -51,18 +44,13 @@ PARTS = tuple(TITLES)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer initializations and iteration caps (Table 1), fewer points and a smaller "
-                             "grid (Table 2)")
+    parser = script_parser(__doc__, PARTS, quick="fewer initializations and iteration caps (Table 1), fewer points "
+                           "and a smaller grid (Table 2)")
     parser.add_argument("--random-inits", type=int, help="Table 1 random initializations (default 5, quick 2)")
     parser.add_argument("--seed", type=int, default=0, help="Table 2 data seed offset")
-    parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     args.random_inits = args.random_inits or (2 if args.quick else 5)
-    require_core()
 
     cache = {}
     parts = {"table1": lambda: part_table1(args), "table2": lambda: part_table2(args, cache),
@@ -74,7 +62,7 @@ def main():
             seconds = time.perf_counter() - began
             header = (
                 provenance("bench/constr_drkm.py", args.n_threads)
-                + f" BLAS inside the solves: 1 thread (see bench/_constr_common.py, `core_threads`). This part "
+                + f" BLAS inside the solves: 1 thread (see bench/_common.py, `core_threads`). This part "
                 f"took {seconds:.0f} s; 1-minute load average {load:.1f} at its start, {load_average():.1f} at "
                 "its end (other processes share the cores)."
             )

@@ -16,19 +16,15 @@ Writes (or replaces) the section "Large-N kernel PCA: Dask" of bench/RESULTS.md.
 import argparse
 import datetime
 import os
-import pathlib
 import platform
-import statistics
-import time
 
 import numpy as np
+from _common import RESULTS, timed_median
 
 import rkm
-from rkm._utils.dask_arrays import is_dask_array
-from rkm.cli.report import write_section
+from rkm.cli.report import markdown_table, write_section
 
 N_FEATURES = 64
-RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 HEADING = "## Large-N kernel PCA: Dask"
 # (method, samples, chunk rows, estimator options)
 CASES = (
@@ -48,20 +44,14 @@ def make_data(n_samples, seed=0):
 
 def fit(X, method, options):
     model = rkm.KernelPCA(n_components=10, method=method, random_state=0, **options).fit(X)
-    if is_dask_array(model.H_):
+    if hasattr(model.H_, "compute"):  # a lazy Dask array
         model.H_.compute()
     return model
 
 
 def median_fit_time(X, repeats, method, options):
     """Median wall time of `repeats` fits after a warm-up fit, and the last model."""
-    model = fit(X, method, options)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model = fit(X, method, options)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), model
+    return timed_median(lambda: fit(X, method, options), repeats)
 
 
 def time_on_cluster(X, n_workers, threads_per_worker, repeats, chunk_rows, method, options):
@@ -113,11 +103,12 @@ def main(argv=None):
         "landmarks, matrix_free with tol 1e-6. The Dask array is persisted on a LocalCluster before timing; medians "
         f"of {args.repeats} fits after a warm-up. Each Dask fit's eigenvalues are checked against the in-memory fit.",
         "",
-        "| method | N | run | chunk rows | fit s | vs in memory | max rel. eigenvalue difference |",
-        "|---|---|---|---|---|---|---|",
+        markdown_table(
+            ["method", "N", "run", "chunk rows", "fit s", "vs in memory", "max rel. eigenvalue difference"],
+            [[method, str(n), name, chunks, f"{elapsed:.2f}", f"{ratio:.2f}x", f"{difference:.1e}"]
+             for method, n, name, chunks, elapsed, ratio, difference in rows],
+        ),
     ]
-    for method, n, name, chunks, elapsed, ratio, difference in rows:
-        lines.append(f"| {method} | {n} | {name} | {chunks} | {elapsed:.2f} | {ratio:.2f}x | {difference:.1e} |")
     write_section(args.output, HEADING, "\n".join(lines))
     print("\n".join(lines))
 

@@ -20,32 +20,43 @@ Writes (or replaces) one section of bench/RESULTS.md per part, our numbers besid
   scikit-learn's digits, hyperparameters chosen on a validation part.
 - ``figure4``: the objective during L-BFGS training of M2,a on ion for c_stab = 1, 10, 100 and
   of M2,c (level-3 objective only) from the same initialization, plotted to
-  bench/figure4_deep_rkm.png (needs matplotlib).
+  bench/figures/figure4_deep_rkm.png (needs matplotlib).
 
 The grids are fitted in ``--jobs`` worker processes with one thread each (the fits are small;
 most of their time is Python), the digits part in the main process with ``--n-threads``. The Table 2 and
 Table 1 parts live in bench/_deep_table2.py and bench/_deep_table1.py, the helpers all parts share in
-bench/_deep_common.py; this script is the entry point of all four.
+bench/_common.py; this script is the entry point of all four.
 
     python bench/deep_rkm.py                      # about 15 min on 2 cores
     python bench/deep_rkm.py --quick              # about 3 min
     python bench/deep_rkm.py --only table1 figure4
 """
 
-import argparse
-import pathlib
 import time
 
 import numpy as np
-from _deep_common import coded_mse, format_grid, quiet_convergence, relative_change
+from _common import (
+    FIGURES,
+    RESULTS,
+    coded_mse,
+    error_rate,
+    format_grid,
+    grid_scores,
+    log,
+    pinned_threads,
+    quiet_convergence,
+    relative_change,
+    save_figure,
+    script_parser,
+    select,
+    write_script_section,
+)
 from _deep_table1 import PAPER_INITS, part_table1, split_dict, table1_params
 from _deep_table2 import part_table2
-from rkm.cli.report import markdown_table, provenance, write_section
-from shallow_rkm import error_rate, grid_scores, select
 
-HERE = pathlib.Path(__file__).parent
-RESULTS = HERE / "RESULTS.md"
-FIGURE4 = HERE / "figure4_deep_rkm.png"
+from rkm.cli.report import markdown_table
+
+FIGURE4 = FIGURES / "figure4_deep_rkm.png"
 PARTS = ("table2", "table1", "digits", "figure4")
 HEADINGS = {
     "table2": "## Deep RKM (Suykens 2017), Table 2: deep RKM (LS-SVM + KPCA + KPCA) vs basic LS-SVM",
@@ -121,8 +132,8 @@ def digits_factories(n_threads):
 
     def deep(sigma2, lam, inv_eta, s2, n_passes=DIGITS_PASSES):
         return rkm.DeepRKM(architecture="lssvm_kpca_kpca", n_components=(s2, 1), kernel="rbf", gamma=1.0 / sigma2,
-                           lam=lam, etas=(1.0, 1.0 / inv_eta, 1.0 / inv_eta), n_passes=n_passes,
-                           method="levelwise", task="classification", coding="one_vs_all", n_threads=n_threads)
+                           lam=lam, eta=(1.0, 1.0 / inv_eta, 1.0 / inv_eta), n_passes=n_passes,
+                           solver="levelwise", task="classification", coding="one_vs_all", n_threads=n_threads)
 
     return basic, deep
 
@@ -232,7 +243,7 @@ def part_digits(args, log):
 def figure4_runs(split, seed):
     """objective_history_ of M2,a on ion for each c_stab of Figure 4 and of M2,c, from one initialization."""
     import rkm
-    from rkm.deep.deep_rkm import DivergenceError
+    from rkm.deep import DivergenceError
 
     curves = {}
     configurations = [(f"M2,a, c_stab = {c:g}", table1_params("ion", "M2,a") | {"c_stab": c}) for c in FIGURE4_C_STAB]
@@ -280,9 +291,7 @@ def plot_figure4(curves, path):
         axis.set_xlabel("L-BFGS iteration")
         axis.legend()
     figure.suptitle("M2 on ion: training objective from the same initialization")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
 
 
 def part_figure4(args, log):
@@ -290,6 +299,7 @@ def part_figure4(args, log):
 
     split = split_dict(next(uci_splits("ion", 1, args.seed)))
     curves = figure4_runs(split, args.figure_seed)
+    FIGURES.mkdir(exist_ok=True)
     plot_figure4(curves, FIGURE4)
     log(f"wrote {FIGURE4}")
     rows = []
@@ -310,7 +320,7 @@ def part_figure4(args, log):
             ]
         )
     return (
-        f"![Figure 4]({FIGURE4.name})\n\n"
+        f"![Figure 4](figures/{FIGURE4.name})\n\n"
         "The objective after every L-BFGS iteration (`objective_history_`) of M2,a on ion (section 6.1's ion "
         "tuning: (s1, s2) = (3, 3), nh = (3, 3, 3), lambda3 = 1e-3, c0 = 0.1, eta = 1) with c_stab = 1, 10 "
         "and 100 (blue, red, magenta), and of M2,c (the level-3 objective J3 alone, black), all from the same "
@@ -330,19 +340,14 @@ def part_figure4(args, log):
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer realizations, initializations and splits, coarser grids, smaller MNIST")
+    parser = script_parser(__doc__, PARTS, option="--only",
+                           quick="fewer realizations, initializations and splits, coarser grids, smaller MNIST")
     parser.add_argument("--realizations", type=int, help="Table 2 noise realizations (default 20, quick 4)")
     parser.add_argument("--max-inits", type=int, help="cap on Table 1 initializations (default: the paper's)")
     parser.add_argument("--extra-splits", type=int, help="Table 1 robustness splits (default 4, quick 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--figure-seed", type=int, default=0, help="Figure 4's initialization")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (one thread each)")
-    parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     args.realizations = args.realizations or (4 if args.quick else 20)
@@ -350,21 +355,15 @@ def main():
     if args.extra_splits is None:
         args.extra_splits = 1 if args.quick else 4
 
-    def log(message):
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
     parts = {"table2": part_table2, "table1": part_table1, "digits": part_digits, "figure4": part_figure4}
-    with threadpool_limits(args.n_threads):
+    with pinned_threads(args.n_threads):
         for name in args.only:
             began = time.perf_counter()
             section = parts[name](args, log)
             seconds = time.perf_counter() - began
-            header = (
-                provenance("bench/deep_rkm.py", args.n_threads)
-                + f" Grid fits in {args.jobs} worker processes with 1 thread each; this part took {seconds:.0f} s."
-            )
-            write_section(args.output, HEADINGS[name], HEADINGS[name] + "\n\n" + header + "\n\n" + section)
-            log(f'wrote "{HEADINGS[name][3:]}" to {args.output} ({seconds:.0f} s)')
+            note = f" Grid fits in {args.jobs} worker processes with 1 thread each; this part took {seconds:.0f} s."
+            write_script_section(args.output, HEADINGS[name], "bench/deep_rkm.py", args.n_threads, section, note,
+                                 seconds)
 
 
 if __name__ == "__main__":

@@ -29,15 +29,25 @@ The beta-VAE baseline of the paper's figures comes with the PyTorch bridge (Gen-
     python bench/disentanglement.py --quick         # 2 seeds, N up to 200: a few minutes
 """
 
-import argparse
 import json
 import time
 
 import numpy as np
-from _constr_common import FIGURES, core_threads, load_average, log, quiet_convergence, write_bench_part
+from _common import (
+    FIGURES,
+    core_threads,
+    load_average,
+    log,
+    quiet_convergence,
+    save_figure,
+    script_parser,
+    timed_median,
+    write_bench_part,
+)
 
 import rkm
 from rkm import metrics
+from rkm.cli.report import markdown_table
 from rkm.datasets import make_sprites, sprites_factor_indices
 
 HEADING = "## Constr-DRKM disentanglement (Tonin et al. 2021, section 5.3)"
@@ -77,8 +87,8 @@ def penalty_options(n_samples):
 
 
 def constr_drkm(sizes, n_samples, seed, n_threads, eta=1.0, init="random"):
-    return rkm.ConstrainedDeepRKM(sizes, eta=eta, solver="penalty", init=init, max_iter=10**6,
-                                  solver_options=penalty_options(n_samples), random_state=seed, n_threads=n_threads)
+    return rkm.ConstrainedDeepRKM(sizes, eta=eta, stiefel_method="penalty", init=init, max_iter=10**6,
+                                  stiefel_options=penalty_options(n_samples), random_state=seed, n_threads=n_threads)
 
 
 def codes_of(model, X_eval, sizes):
@@ -177,20 +187,15 @@ def part_speed(repeats=3):
     }
     records = []
     for name, call in calls.items():
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        records.append({"metric": name, "seconds": float(np.median(times)), "runs": len(times)})
+        seconds, _ = timed_median(call, repeats, warm_up=False)
+        records.append({"metric": name, "seconds": seconds, "runs": repeats})
         log(f"speed {name}: {records[-1]['seconds']:.2f} s")
     return records
 
 
 def table_speed(records):
-    lines = ["| metric | seconds (median) | runs |", "|---|---|---|"]
-    lines += [f"| {r['metric']} | {r['seconds']:.2f} | {r['runs']} |" for r in records]
-    return "\n".join(lines)
+    return markdown_table(["metric", "seconds (median)", "runs"],
+                          [[r["metric"], f"{r['seconds']:.2f}", str(r["runs"])] for r in records])
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
@@ -210,14 +215,11 @@ def table_layers(records):
         sizes_n = sorted({r["N"] for r in _select(records, data=data)})
         if not sizes_n:
             continue
+        rows = [[metric, model] + [_mean_std([r[metric] for r in _select(records, data=data, model=model, N=n)])
+                                   for n in sizes_n]
+                for metric in METRICS for model in models]
         lines += [f"**{data}** (mean +- std over seeds; beta-VAE: the Gen-RKM issue's PyTorch bridge, not run)", "",
-                  "| metric | model | " + " | ".join(f"N = {n}" for n in sizes_n) + " |",
-                  "|---|---|" + "---|" * len(sizes_n)]
-        for metric in METRICS:
-            for model in models:
-                cells = [_mean_std([r[metric] for r in _select(records, data=data, model=model, N=n)])
-                         for n in sizes_n]
-                lines.append(f"| {metric} | {model} | " + " | ".join(cells) + " |")
+                  markdown_table(["metric", "model"] + [f"N = {n}" for n in sizes_n], rows)]
         fit = [f"{np.median([r['fit_seconds'] for r in _select(records, data=data, N=n, model=m)]):.1f}"
                for n in sizes_n for m in ["2 levels (10, 5)"]]
         lines += ["", "Median fit seconds of the two-level model per N: " + ", ".join(
@@ -227,28 +229,28 @@ def table_layers(records):
 
 def table_gamma(records):
     sizes_n = sorted({r["N"] for r in records})
-    lines = ["| N | " + " | ".join(f"gamma = {g}" for g in GAMMAS) + " |", "|---|" + "---|" * len(GAMMAS)]
+    rows = []
     for n in sizes_n:
         cells = []
         for g in GAMMAS:
             v = [r["IRS"] for r in _select(records, N=n, gamma=g)]
             cells.append(f"{np.mean(v):.3f} +- {np.std(v, ddof=1) / np.sqrt(len(v)):.3f}" if len(v) > 1 else "-")
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([str(n)] + cells)
+    return markdown_table(["N"] + [f"gamma = {g}" for g in GAMMAS], rows)
 
 
 def table_init(records):
     columns = ("IRS", "MIG", "SAP", "DCI-D", "DCI-C", "DCI-I")
-    lines = [f"Two levels (10, 5), N = {records[0]['N']} training points (one draw), model seeds 0-"
-             f"{max(r['seed'] for r in records)}; mean +- std over the seeds; DCI with random forests.", "",
-             "| data | initialization | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    rows = []
     for data in DATASETS:
         for model in ("random", "levelwise", KPCA):
-            rows = _select(records, data=data, model=model)
-            if rows:
-                lines.append(f"| {data} | {model} | " + " | ".join(_mean_std([r[c] for r in rows]) for c in columns)
-                             + " |")
-        lines.append(f"| {data} | {BETA_VAE} | " + " | ".join("not run" for _ in columns) + " |")
+            runs = _select(records, data=data, model=model)
+            if runs:
+                rows.append([data, model] + [_mean_std([r[c] for r in runs]) for c in columns])
+        rows.append([data, BETA_VAE] + ["not run" for _ in columns])
+    lines = [f"Two levels (10, 5), N = {records[0]['N']} training points (one draw), model seeds 0-"
+             f"{max(r['seed'] for r in records)}; mean +- std over the seeds; DCI with random forests.", "",
+             markdown_table(["data", "initialization", *columns], rows)]
     lines += ["", "Paper (Cars3D, N = 800, sigma^2 = 50): random IRS 0.843 +- 0.044, MIG 0.012 +- 0.010; level-wise "
                   "IRS 0.785 +- 0.000, MIG 0.040 +- 0.000; beta-VAE (beta = 4) IRS 0.752 +- 0.145, MIG 0.010 +- 0.011."]
     return "\n".join(lines)
@@ -278,11 +280,7 @@ def plot_layers(records):
             ax.set_xlabel("N")
             ax.set_title(f"{metric}, {data}")
         axes[0].legend(fontsize=7)
-        fig.tight_layout()
-        path = FIGURES / f"disentanglement_layers_{data.replace(' ', '_')}.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, FIGURES / f"disentanglement_layers_{data.replace(' ', '_')}.png", dpi=90))
     return paths
 
 
@@ -300,11 +298,7 @@ def plot_gamma(records):
     ax.set_xlabel("gamma = eta_1 / eta_2")
     ax.set_ylabel("IRS")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = FIGURES / "disentanglement_gamma.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, FIGURES / "disentanglement_gamma.png", dpi=90)]
 
 
 REPORTS = {
@@ -323,12 +317,7 @@ def write_part(part, records, text, figures, elapsed, n_threads):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--quick", action="store_true", help="2 seeds, N up to 200, Table 3 at N = 200")
-    parser.add_argument("--n-threads", type=int, default=2)
-    parser.add_argument("--from-records", action="store_true",
-                        help="rewrite the parts' tables and plots from their saved records, without fitting")
+    parser = script_parser(__doc__, PARTS, quick="2 seeds, N up to 200, Table 3 at N = 200", from_records=True)
     args = parser.parse_args()
     seeds = range(2) if args.quick else range(5)
     sizes_n = [50, 100, 200] if args.quick else [50, 100, 200, 400, 800]

@@ -24,20 +24,29 @@ cores, shared with other work, any other busy process made each two-thread call 
     python bench/kae.py --from-records        # re-render text and plots from bench/figures/kae_<part>.json
 """
 
-import argparse
 import json
 import pathlib
 import tempfile
 import time
 
-from rkm.cli.report import provenance
-from threadpoolctl import threadpool_limits
+from _common import (
+    FIGURES,
+    KAE_HEADING,
+    KAE_INTRODUCTION,
+    KAE_ORDER,
+    KAE_PERF_TITLE,
+    KAE_TOY_TITLE,
+    load_average,
+    log,
+    pinned_threads,
+    script_parser,
+    write_bench_part,
+)
 
-from _constr_common import FIGURES, load_average, log, write_bench_part
-from _kae_section import HEADING, INTRODUCTION, ORDER, PERF_TITLE, TOY_TITLE
+from rkm.cli.report import provenance
 
 SCRIPT = "bench/kae.py"
-TITLES = {"toy": TOY_TITLE, "perf": PERF_TITLE}
+TITLES = {"toy": KAE_TOY_TITLE, "perf": KAE_PERF_TITLE}
 PARTS = tuple(TITLES)
 
 
@@ -69,7 +78,7 @@ def write_part(part, records, n_threads, rerendered):
              f"{run['minutes']:.1f} min")
     if rerendered:
         facts += f". Text and plots re-rendered from the records of the run: {run['provenance'].rstrip('.')}"
-    section = (HEADING, INTRODUCTION, ORDER, TITLES[part])
+    section = (KAE_HEADING, KAE_INTRODUCTION, KAE_ORDER, TITLES[part])
     write_bench_part(SCRIPT, f"kae_{part}", records, text, figures, facts, n_threads, section)
 
 
@@ -85,7 +94,7 @@ def show_quick(part, records):
 def measure(part, args):
     """Run a part and add what the report says about the run."""
     start, load_start = time.perf_counter(), load_average()
-    with threadpool_limits(limits=args.n_threads):
+    with pinned_threads(args.n_threads):
         records = run_part(part, args.quick, args.n_threads)
     records["run"] = {"n_threads": args.n_threads, "quick": args.quick, "load_start": load_start,
                       "load_end": load_average(), "minutes": (time.perf_counter() - start) / 60,
@@ -94,13 +103,8 @@ def measure(part, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes, 2 seeds, short caps (a smoke test: prints, leaves RESULTS.md alone)")
-    parser.add_argument("--n-threads", type=int, default=1)
-    parser.add_argument("--from-records", action="store_true",
-                        help="rewrite the parts' subsections and plots from their saved records, without fitting")
+    parser = script_parser(__doc__, PARTS, n_threads=1, from_records=True,
+                           quick="small sizes, 2 seeds, short caps (a smoke test: prints, leaves RESULTS.md alone)")
     args = parser.parse_args()
     FIGURES.mkdir(exist_ok=True)
     for part in args.part:

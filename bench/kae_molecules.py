@@ -27,17 +27,26 @@ bench/figures/kae_molecules_<part>.png.
     python bench/kae_molecules.py --from-records      # re-render the subsections and plots from the records
 """
 
-import argparse
-import contextlib
 import functools
 import json
 import sys
 import time
-import warnings
 
 import numpy as np
-import rkm
-from _constr_common import FIGURES, load_average, log, write_bench_part
+from _common import (
+    FIGURES,
+    KAE_HEADING,
+    KAE_INTRODUCTION,
+    KAE_ORDER,
+    load_average,
+    log,
+    pinned_threads,
+    quiet_convergence,
+    save_figure,
+    script_parser,
+    timed,
+    write_bench_part,
+)
 from _kae_molecules_data import (
     MORGAN_RADIUS,
     PROPERTY_SETS,
@@ -47,9 +56,9 @@ from _kae_molecules_data import (
     split_indices,
     tanimoto_gram,
 )
-from _kae_section import HEADING, INTRODUCTION, ORDER
+
+import rkm
 from rkm.cli.report import markdown_table
-from sklearn.exceptions import ConvergenceWarning
 
 TITLES = {
     "table1": "### Molecules, supervised (Table 1 analogue): K²AE and kernel PCA codes + random forest, KRR",
@@ -103,24 +112,6 @@ PAPER_TABLE2 = {5: (99.81, 96.62, 76.38), 10: (87.36, 84.02, 65.76), 25: (72.31,
                 50: (63.00, 58.29, 40.72), 100: (55.43, 48.63, 36.27)}
 
 
-@contextlib.contextmanager
-def pinned_threads(n_threads):
-    """``n_threads`` OpenMP and BLAS threads inside the block, and silenced ConvergenceWarnings (each fit's
-    iteration count is recorded instead)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=n_threads), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
-
-
-def timed(function, *args):
-    """(seconds, result) of function(*args)."""
-    start = time.perf_counter()
-    result = function(*args)
-    return time.perf_counter() - start, result
-
-
 def mean_std(values):
     values = np.asarray(values, dtype=np.float64)
     return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0
@@ -150,9 +141,9 @@ def select(search, evaluate):
 
 def autoencoder(config, size, precomputed, seed, n_threads):
     """The 2-layer (K²)AE of ``config`` with code size ``size``."""
-    return rkm.KernelAutoencoder(hidden_sizes=(size,), kernel="precomputed" if precomputed else "rbf",
+    return rkm.KernelAutoencoder((size,), kernel="precomputed" if precomputed else "rbf",
                                  gamma=(None, config["gamma_scale"] / size),
-                                 penalties=(config["lambda_1"], config["lambda_2"]), max_iter=config["max_iter"],
+                                 lam=(config["lambda_1"], config["lambda_2"]), max_iter=config["max_iter"],
                                  random_state=seed, n_threads=n_threads)
 
 
@@ -211,7 +202,7 @@ def table1_run(K, y, train, test, config, sizes, seed, n_threads):
         seconds, (Z_train, Z_test, model) = timed(k2ae_codes, K, train, test, config, size, seed, n_threads)
         prediction = random_forest(Z_train, y[train], Z_test, seed, n_threads)
         records.append({"method": "K²AE", "size": size, "nmse": nmse(y[test], prediction), "seconds": seconds,
-                        "n_iter": model.n_iter_, "loss": model.loss_, "terms": [float(t) for t in model.terms_]})
+                        "n_iter": model.n_iter_, "loss": model.objective_, "terms": [float(t) for t in model.terms_]})
     return records
 
 
@@ -314,8 +305,8 @@ def table_table1(records):
         f"block, targets centred, alpha by {KRR_FOLDS}-fold CV on the training part from 1e-7..10 (chosen: "
         f"{', '.join(f'{a:g}' for a in alphas)}); KPCA p + RF = `rkm.KernelPCA(p, kernel=\"precomputed\")` codes "
         "(centred kernel) into `RandomForestRegressor(n_estimators=100)`; K²AE p + RF = "
-        "`rkm.KernelAutoencoder(hidden_sizes=(p,), kernel=\"precomputed\", gamma=(None, c / p), "
-        "penalties=(lambda_1, lambda_2), max_iter=...)` fit on the (uncentred) training Gram block, `transform` of the "
+        "`rkm.KernelAutoencoder(hidden_layer_sizes=(p,), kernel=\"precomputed\", gamma=(None, c / p), "
+        "lam=(lambda_1, lambda_2), max_iter=...)` fit on the (uncentred) training Gram block, `transform` of the "
         "test-vs-train block, into the same forest. K²AE hyperparameters, chosen on run 0's training part only (75% "
         f"fit / 25% validation, validation NMSE of K²AE + RF averaged over p in {_sizes(settings['select_sizes'])}, "
         f"{_search_text(K2AE_SEARCH)}): {_selection_text(records)}. K²AE fits: "
@@ -377,11 +368,7 @@ def plot_table1(records):
         ax.set_ylabel("test NMSE (mean ± std over runs)")
         ax.set_title(name, fontsize=10)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = FIGURES / "kae_molecules_table1.png"
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, FIGURES / "kae_molecules_table1.png", dpi=80)]
 
 
 # ---------------------------------------------------------------------------------------------------- table 2
@@ -474,7 +461,7 @@ def table_table2(records):
         f"ships (`RDConfig.RDDataDir/NCI/first_5K.smi`): {records['n_distinct']} distinct non-empty fingerprints "
         f"({records['mean_bits']:.1f} bits set on average). Seed s (s = 0..{settings['seeds'] - 1}) draws "
         f"{settings['n_test']} test and {settings['n_train']} training molecules and seeds every initialization. "
-        "KAE: `rkm.KernelAutoencoder(hidden_sizes=(p,), kernel=\"rbf\", gamma=(None, c / p), penalties=(lambda_1, "
+        "KAE: `rkm.KernelAutoencoder(hidden_layer_sizes=(p,), kernel=\"rbf\", gamma=(None, c / p), lam=(lambda_1, "
         "lambda_2), max_iter=...)` on the 0/1 vectors (layer-1 gamma: the default 1 / (d Var(X))); hyperparameters "
         "chosen for each p on seed 0's training part (75% fit / 25% validation, validation reconstruction error, "
         f"{_search_text(KAE_SEARCH)}; {_kae_selection_cost(records)}; the choices are in the table below). "
@@ -546,11 +533,7 @@ def plot_table2(records):
     ax.set_xlabel("internal size p")
     ax.set_ylabel("test squared error per molecule")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = FIGURES / "kae_molecules_table2.png"
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, FIGURES / "kae_molecules_table2.png", dpi=80)]
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -562,22 +545,18 @@ REPORTS = {
 
 
 def write_part(part, records, text, figures, facts, n_threads):
-    section = (HEADING, INTRODUCTION, ORDER + list(TITLES.values()), TITLES[part])
+    section = (KAE_HEADING, KAE_INTRODUCTION, KAE_ORDER + list(TITLES.values()), TITLES[part])
     write_bench_part("bench/kae_molecules.py", f"kae_molecules_{part}", records, text, figures, facts, n_threads,
                      section)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--quick", action="store_true", help="small sizes, 2 runs, 1 seed (a smoke test)")
-    parser.add_argument("--n-threads", type=int, default=2)
-    parser.add_argument("--from-records", action="store_true",
-                        help="rewrite the parts' subsections and plots from their saved records, without fitting")
+    parser = script_parser(__doc__, PARTS, quick="small sizes, 2 runs, 1 seed (a smoke test)", from_records=True)
     args = parser.parse_args()
     mode = "quick" if args.quick else "full"
     FIGURES.mkdir(exist_ok=True)
-    with pinned_threads(args.n_threads):
+    # ConvergenceWarnings silenced: each fit's iteration count is recorded instead.
+    with pinned_threads(args.n_threads), quiet_convergence():
         for part in args.part:
             start, load = time.perf_counter(), load_average()
             log(f"part {part}")

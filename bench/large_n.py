@@ -8,16 +8,24 @@ thread count given (default 2) for OpenMP and BLAS alike.
     python bench/large_n.py --only width approx
 """
 
-import argparse
 import os
-import pathlib
 import time
 
 import numpy as np
+from _common import (
+    RESULTS,
+    added_peak,
+    gib,
+    log,
+    mean_distance_gamma,
+    pinned_threads,
+    reset_peak,
+    script_parser,
+    write_script_section,
+)
 
-from rkm.cli.report import markdown_table, memory_status, provenance, run_in_child, write_section
+from rkm.cli.report import markdown_table, run_in_child
 
-RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("width", "dense", "matrix_free", "million", "peers", "approx")
 HEADINGS = {
     "width": "## Large-N kernel PCA: matrix-free block width",
@@ -28,8 +36,6 @@ HEADINGS = {
     "approx": "## Large-N kernel PCA: kernel approximation error against rank",
 }
 N_COMPONENTS = 10
-# Resident memory of a case process when its case starts (after generating the data).
-BASELINE = [0]
 
 
 def _data(n, d=64, random_state=0):
@@ -45,24 +51,18 @@ def _data(n, d=64, random_state=0):
 
 
 def _gamma(X):
-    from rkm.cli.bench import _kpca_gamma
-
-    return _kpca_gamma(X[:20000])
-
-
+    """1 / the mean squared distance between the two halves of the first 20 000 rows (as `rkm bench` sets its
+    kernel PCA bandwidth)."""
+    return mean_distance_gamma(X[:20000])
 
 
 def _child(case, kwargs, queue):
-    from threadpoolctl import threadpool_limits
-
     try:
-        with threadpool_limits(kwargs["n_threads"]):
+        with pinned_threads(kwargs["n_threads"]):
             X = _data(kwargs["n"], kwargs.get("d", 64))
-            with open("/proc/self/clear_refs", "w") as clear_refs:
-                clear_refs.write("5")  # the peak (VmHWM) restarts from the current resident size
-            BASELINE[0] = memory_status("VmRSS")
+            reset_peak()  # the peak (VmHWM) restarts from the current resident size
             result = CASES[case](X, **kwargs)
-            result.setdefault("peak_bytes", memory_status("VmHWM") - BASELINE[0])
+            result.setdefault("peak_bytes", added_peak())
             queue.put(result)
     except BaseException as error:  # reported by the parent
         queue.put({"failure": repr(error)})
@@ -78,12 +78,12 @@ def run_case(case, **kwargs):
 
 def case_width(X, n_threads, width, tol, **_):
     """The matrix-free Krylov solve with a given block width."""
-    from threadpoolctl import threadpool_limits
-
+    # The core's matrix-free Krylov eigensolver itself is what this case times, at block widths of its choice:
+    # KernelPCA(method="matrix_free") picks its block width and start block itself, with no public knob.
     from rkm import _core
 
     start = np.random.default_rng(0).standard_normal((X.shape[0], width))
-    with threadpool_limits(1):
+    with pinned_threads(1):
         began = time.perf_counter()
         w, V, residuals, n_iter, converged, *_ = _core.kernel_top_eigsh(
             X, "rbf", _gamma(X), 3.0, 1.0, True, N_COMPONENTS, start, tol, None, n_threads
@@ -124,10 +124,11 @@ def case_peer(X, n_threads, library, method, rank, exact=True, seeds=SEEDS, **_)
     """rkm's primal kernel PCA or scikit-learn's feature map + PCA at the same rank, for `seeds` random states:
     the median time, the peak memory of the fits, and with `exact` the mean and largest relative error of the
     top eigenvalues against the exact (dense) kernel PCA."""
-    import rkm
     from sklearn.decomposition import PCA
     from sklearn.kernel_approximation import Nystroem, RBFSampler
     from sklearn.pipeline import make_pipeline
+
+    import rkm
 
     gamma = _gamma(X)
 
@@ -151,7 +152,7 @@ def case_peer(X, n_threads, library, method, rank, exact=True, seeds=SEEDS, **_)
         began = time.perf_counter()
         spectra.append(fit(seed))
         times.append(time.perf_counter() - began)
-    result = dict(seconds=float(np.median(times)), peak_bytes=memory_status("VmHWM") - BASELINE[0])
+    result = dict(seconds=float(np.median(times)), peak_bytes=added_peak())
     if not exact:
         return dict(result, error=float("nan"), worst=float("nan"))
     reference = _exact_eigenvalues(X, n_threads)
@@ -164,7 +165,6 @@ def case_approx(X, n_threads, method, rank, **_):
     relative error of the top eigenvalues of its primal kernel PCA against the exact kernel PCA."""
     import rkm
     from rkm import features
-    from rkm._utils import primal
 
     gamma = _gamma(X)
     K = rkm.kernels.kernel_matrix(X, gamma=gamma, n_threads=n_threads)
@@ -179,21 +179,22 @@ def case_approx(X, n_threads, method, rank, **_):
                                                 n_threads=n_threads)
         Phi = fm.fit_transform(X)
         kernel_errors.append(float(np.linalg.norm(K - Phi @ Phi.T) / K_norm))
-        eigenvalues, _ = primal.primal_components(primal.feature_moments(fm, X), N_COMPONENTS)
+        eigenvalues = _primal_eigenvalues(Phi, N_COMPONENTS)
         eigen_errors.append(float(np.max(np.abs(eigenvalues - exact)) / exact[0]))
     return dict(kernel_error=float(np.mean(kernel_errors)), eigen_error=float(np.mean(eigen_errors)))
+
+
+def _primal_eigenvalues(Phi, n_components):
+    """The top eigenvalues of the centred scatter matrix (Phi - mean)^T (Phi - mean) of the features: those of the
+    primal kernel PCA on them (eta = 1), the nonzero eigenvalues of the centred approximate kernel matrix."""
+    centred = Phi - Phi.mean(axis=0)
+    return np.linalg.eigvalsh(centred.T @ centred)[::-1][:n_components]
 
 
 CASES = dict(width=case_width, fit=case_fit, peer=case_peer, approx=case_approx)
 
 
 # ----------------------------------------------------------------------------------------------------- parts
-
-
-
-
-def _gib(value):
-    return f"{value / 2**30:.2f}"
 
 
 def part_width(args, log):
@@ -219,7 +220,7 @@ def part_dense(args, log):
         r = run_case("fit", n=30000, n_threads=args.n_threads, method=method)
         log(f"{method} N=30000: {r}")
         eigenvalues[method] = r["eigenvalues"]
-        rows.append([method, f"{r['seconds']:.1f}", _gib(r["peak_bytes"]), str(r["products"]), f"{r['residual']:.1e}"])
+        rows.append([method, f"{r['seconds']:.1f}", gib(r["peak_bytes"]), str(r["products"]), f"{r['residual']:.1e}"])
     difference = np.max(np.abs(eigenvalues["dense"] - eigenvalues["matrix_free"]) / eigenvalues["dense"])
     return (
         f"KernelPCA(10, method=...) on N = 30000 noisy digits (d = 64, float64, default tol 1e-10). Largest relative "
@@ -231,7 +232,7 @@ def part_dense(args, log):
 def part_matrix_free(args, log):
     r = run_case("fit", n=args.matrix_free_n, n_threads=args.n_threads, method="matrix_free", tol=1e-6)
     log(f"matrix_free N={args.matrix_free_n}: {r}")
-    row = [str(args.matrix_free_n), f"{r['seconds']:.0f}", f"{r['seconds'] / 60:.1f}", _gib(r["peak_bytes"]),
+    row = [str(args.matrix_free_n), f"{r['seconds']:.0f}", f"{r['seconds'] / 60:.1f}", gib(r["peak_bytes"]),
            str(r["products"]), f"{r['residual']:.1e}"]
     return (
         f"KernelPCA(10, method=\"matrix_free\", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, "
@@ -246,7 +247,7 @@ def part_million(args, log):
     for method, option in (("nystrom", {"n_landmarks": 2000}), ("rff", {"n_features": 2000})):
         r = run_case("fit", n=args.million_n, n_threads=args.n_threads, method=method, **option)
         log(f"{method} N={args.million_n}: {r}")
-        rows.append([method, str(list(option.values())[0]), f"{r['seconds']:.1f}", _gib(r["peak_bytes"])])
+        rows.append([method, str(list(option.values())[0]), f"{r['seconds']:.1f}", gib(r["peak_bytes"])])
     return (
         f"KernelPCA(10, method=...) on N = {args.million_n} noisy digits (d = 64, float64; the data take "
         f"{args.million_n * 64 * 8 / 2**30:.2f} GiB).\n\n"
@@ -265,8 +266,8 @@ def part_peers(args, log):
                                           rank=rank, exact=n <= 20000, seeds=SEEDS if n <= 20000 else 1)
                     log(f"{library} {method} N={n} m={rank}: {r[library]}")
                 rows.append([str(n), method, str(rank), f"{r['rkm']['seconds']:.2f}", f"{r['sklearn']['seconds']:.2f}",
-                             f"{r['sklearn']['seconds'] / r['rkm']['seconds']:.2f}x", _gib(r["rkm"]["peak_bytes"]),
-                             _gib(r["sklearn"]["peak_bytes"]), f"{r['rkm']['error']:.1e} / {r['rkm']['worst']:.1e}",
+                             f"{r['sklearn']['seconds'] / r['rkm']['seconds']:.2f}x", gib(r["rkm"]["peak_bytes"]),
+                             gib(r["sklearn"]["peak_bytes"]), f"{r['rkm']['error']:.1e} / {r['rkm']['worst']:.1e}",
                              f"{r['sklearn']['error']:.1e} / {r['sklearn']['worst']:.1e}"])
     return (
         "Top-10 kernel PCA through an explicit feature map of rank m: rkm's KernelPCA(method=\"nystrom\" | \"rff\") "
@@ -301,10 +302,7 @@ def part_approx(args, log):
 
 
 def main():
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--n-threads", type=int, default=2)
+    parser = script_parser(__doc__, PARTS, option="--only")
     parser.add_argument("--matrix-free-n", type=int, default=200_000)
     parser.add_argument("--million-n", type=int, default=1_000_000)
     parser.add_argument("--peers-large-n", type=int, default=100_000)
@@ -312,16 +310,11 @@ def main():
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.n_threads)  # inherited by the case processes
 
-    def log(message):
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
     parts = dict(width=part_width, dense=part_dense, matrix_free=part_matrix_free, million=part_million,
                  peers=part_peers, approx=part_approx)
     for name in args.only:
         section = parts[name](args, log)
-        opening = provenance("bench/large_n.py", args.n_threads)
-        write_section(args.output, HEADINGS[name], HEADINGS[name] + "\n\n" + opening + "\n\n" + section)
-        log(f"wrote \"{HEADINGS[name][3:]}\" to {args.output}")
+        write_script_section(args.output, HEADINGS[name], "bench/large_n.py", args.n_threads, section)
 
 
 if __name__ == "__main__":

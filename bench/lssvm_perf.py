@@ -35,16 +35,24 @@ sizes in about a minute; --dual-sizes, --primal-n, --cg-n and --loo-n set sizes)
     python bench/lssvm_perf.py --only cg --cg-storage stored
 """
 
-import argparse
 import os
-import pathlib
 import time
 
 import numpy as np
+from _common import (
+    RESULTS,
+    added_peak,
+    gib,
+    log,
+    pinned_threads,
+    reset_peak,
+    script_parser,
+    timed_median,
+    write_script_section,
+)
 
-from rkm.cli.report import markdown_table, memory_status, provenance, run_in_child, write_section
+from rkm.cli.report import markdown_table, run_in_child
 
-RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("dual", "primal", "cg", "loo")
 HEADINGS = {
     "dual": "## LS-SVM dual fit vs KernelRidge and the NumPy reference",
@@ -75,8 +83,6 @@ QUICK = {
 }
 N_TEST = 10000
 N_LOO_CHECKS = 20
-# Resident memory of a case process when its case starts (after generating the data).
-BASELINE = [0]
 
 
 def make_data(n, dtype=np.float64, random_state=0):
@@ -93,32 +99,18 @@ def make_data(n, dtype=np.float64, random_state=0):
 GAMMA = 1.0 / (2 * D)
 
 
-
-
-def _reset_peak():
-    """Restart the peak (VmHWM) from the current resident size; returns that size."""
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")
-    return memory_status("VmRSS")
-
-
-def _peak():
-    return memory_status("VmHWM") - BASELINE[0]
-
-
 def _child(case, kwargs, queue):
-    from threadpoolctl import threadpool_limits
-
     try:
         # Imported before the baseline, so that the peak counts the case's arrays only.
-        import rkm.reference  # noqa: F401
         import sklearn.kernel_ridge  # noqa: F401
 
-        with threadpool_limits(kwargs["n_threads"]):
+        import rkm.reference  # noqa: F401
+
+        with pinned_threads(kwargs["n_threads"]):
             X, y = make_data(kwargs["n"], kwargs.get("dtype", np.float64))
-            BASELINE[0] = _reset_peak()
+            reset_peak()
             result = CASES[case](X, y, **kwargs)
-            result.setdefault("peak_bytes", _peak())
+            result.setdefault("peak_bytes", added_peak())
             queue.put(result)
     except BaseException as error:  # noqa: BLE001 (reported by the parent)
         queue.put({"failure": repr(error)})
@@ -134,13 +126,9 @@ def _timed(fit, repeats=REPEATS):
     """Median seconds of `repeats` calls after a warm-up call, the warm-up's peak memory and its
     result."""
     result = fit()
-    peak = _peak()
-    seconds = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        fit()
-        seconds.append(time.perf_counter() - began)
-    return float(np.median(seconds)), peak, result
+    peak = added_peak()
+    seconds, _ = timed_median(fit, repeats, warm_up=False)
+    return seconds, peak, result
 
 
 def _regressor(n_threads, **options):
@@ -163,8 +151,9 @@ def case_dual(X, y, n_threads, library, check=False, **_):
     """A dual fit end to end by `library` ("rkm": the default float64 factorization, "rkm_mixed":
     mixed_precision=True, "sklearn", "reference"): median time, peak memory of one fit; with
     `check`, the largest difference of rkm's H and b to the reference's, relative to max |H|."""
-    from rkm import reference
     from sklearn.kernel_ridge import KernelRidge
+
+    from rkm import reference
 
     if library.startswith("rkm"):
         mixed = library == "rkm_mixed"
@@ -218,7 +207,7 @@ def _measured_fit(model, X, y):
     began = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - began
-    return {"seconds": seconds, "peak_bytes": _peak(), "test_mse": _test_mse(model, X.dtype)}
+    return {"seconds": seconds, "peak_bytes": added_peak(), "test_mse": _test_mse(model, X.dtype)}
 
 
 def case_primal(X, y, n_threads, landmarks, **_):
@@ -311,12 +300,6 @@ CASES = {
 
 
 # ----------------------------------------------------------------------------- parts
-
-
-
-
-def _gib(value):
-    return f"{value / 2**30:.2f}"
 
 
 RKM_VARIANTS = {
@@ -423,7 +406,7 @@ def part_primal(args, sizes, log):
                 label,
                 str(size),
                 f"{r['seconds']:.1f}",
-                _gib(r["peak_bytes"]),
+                gib(r["peak_bytes"]),
                 f"{r['test_mse']:.4f}",
             ]
         )
@@ -453,7 +436,7 @@ def part_cg(args, sizes, log):
                 str(r["iterations"]),
                 f"{r['solver_residual']:.1e}",
                 f"{r['residual']:.1e}",
-                _gib(r["peak_bytes"]),
+                gib(r["peak_bytes"]),
                 f"{r['test_mse']:.4f}",
             ]
         )
@@ -526,12 +509,7 @@ def part_loo(args, sizes, log):
 
 
 def main():
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes (about a minute)"
-    )
+    parser = script_parser(__doc__, PARTS, option="--only", quick="small sizes (about a minute)")
     parser.add_argument(
         "--dual-sizes",
         type=int,
@@ -550,7 +528,6 @@ def main():
         choices=("stored", "matrix_free"),
         default=["stored", "matrix_free"],
     )
-    parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     # Inherited by the case processes.
@@ -564,18 +541,10 @@ def main():
     }
     sizes.update({key: value for key, value in overrides.items() if value})
 
-    def log(message):
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
     parts = {"dual": part_dual, "primal": part_primal, "cg": part_cg, "loo": part_loo}
     for name in args.only:
         section = parts[name](args, sizes, log)
-        write_section(
-            args.output,
-            HEADINGS[name],
-            HEADINGS[name] + "\n\n" + provenance("bench/lssvm_perf.py", args.n_threads) + "\n\n" + section,
-        )
-        log(f'wrote "{HEADINGS[name][3:]}" to {args.output}')
+        write_script_section(args.output, HEADINGS[name], "bench/lssvm_perf.py", args.n_threads, section)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ records as bench/figures/multiview_<part>.json and, for the first two, a plot be
   reference, and Stiefel training to the eig objective (1e-6 relative) against the NumPy Cayley Adam loop at
   the paper's learning rate (the SantaFe problem needs reservoirpy).
 
-Every part runs with ``--n-threads`` OpenMP and BLAS threads (``pinned_threads`` in bench/_multiview_parts.py).
+Every part runs with ``--n-threads`` OpenMP and BLAS threads (``pinned_threads`` in bench/_common.py): unlike the
+Constr-DRKM objective (see ``core_threads``), the multi-view fits call no BLAS from inside the core's OpenMP loops, and
+their NumPy products (covariances, Gram matrices of explicit features) and the NumPy references need BLAS's threads.
 Run it on a quiet machine: with other processes busy on the 2 cores, two-thread BLAS calls on the small matrices
 of a Stiefel iteration waited for each other and made the iterations 5-15x slower than on one thread (measured
 at load average 3-5).
@@ -31,11 +33,20 @@ at load average 3-5).
     python bench/multiview.py --quick           # small sizes and short caps: about a minute (smoke test)
 """
 
-import argparse
 import time
 
 import numpy as np
-from _constr_common import FIGURES, load_average, log, quiet_convergence, write_bench_part
+from _common import (
+    FIGURES,
+    load_average,
+    log,
+    pinned_threads,
+    quiet_convergence,
+    save_figure,
+    script_parser,
+    timed,
+    write_bench_part,
+)
 from _multiview_parts import (
     SANTAFE_GAMMA,
     SANTAFE_P,
@@ -47,14 +58,12 @@ from _multiview_parts import (
     load_santafe,
     part_flowchart,
     part_perf,
-    pinned_threads,
     rotation_check,
     scale_aligned_residual,
     sign_aligned,
     sines_series,
     table_flowchart,
     table_perf,
-    timed,
 )
 
 import rkm
@@ -117,7 +126,7 @@ def _max_diff(a, b, steps=None):
 # ---------------------------------------------------------------------------------------------------- sines
 
 def sines_forecaster(solver, n_threads, **options):
-    return rkm.RKMForecaster(SINES["p"] + 1, SINES["s"], kernel="linear", solver=solver, random_state=0,
+    return rkm.RKMForecaster(SINES["p"] + 1, n_components=SINES["s"], kernel="linear", solver=solver, random_state=0,
                              n_threads=n_threads, **options)
 
 
@@ -206,18 +215,20 @@ def plot_sines(records):
             ax.set_ylabel(f"H[:, {j}]", fontsize=8)
         axes[1, column].legend(fontsize=6)
         axes[-1, column].set_xlabel("training window")
-    fig.tight_layout()
-    path = FIGURES / "multiview_sines.png"
-    fig.savefig(path, dpi=75)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, FIGURES / "multiview_sines.png", dpi=75)]
 
 
 # ---------------------------------------------------------------------------------------------------- santafe
 
 def santafe_forecaster(solver, features, config, n_threads):
-    return rkm.RKMForecaster(config["p"] + 1, config["s"], kernel="rbf", gamma=SANTAFE_GAMMA, solver=solver,
-                             features="rff" if features == "rff" else None, n_features=config["n_features"],
+    feature_map = None
+    if features == "rff":
+        feature_map = rkm.features.RandomFourierFeatures(
+            n_components=config["n_features"], kernel="rbf", gamma=SANTAFE_GAMMA, orthogonal=True, random_state=0,
+            n_threads=n_threads,
+        )
+    return rkm.RKMForecaster(config["p"] + 1, n_components=config["s"], kernel="rbf", gamma=SANTAFE_GAMMA,
+                             solver=solver, feature_map=feature_map,
                              max_iter=config["max_iter"].get(solver), random_state=0, n_threads=n_threads)
 
 
@@ -368,11 +379,7 @@ def plot_santafe(records):
         image = ax.imshow(np.log10(np.abs(np.asarray(records["_gamma_matrices"][name])) + 1e-16), cmap="viridis")
         ax.set_title(f"log10 |Gamma|, {name}\nbefore rotation (Fig. 5)", fontsize=8)
         fig.colorbar(image, ax=ax, shrink=0.6)
-    fig.tight_layout()
-    path = FIGURES / "multiview_santafe.png"
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, FIGURES / "multiview_santafe.png", dpi=80)]
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -403,11 +410,7 @@ def run_part(part, args, santafe_series):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--quick", action="store_true", help="small sizes and short time caps (a smoke test)")
-    parser.add_argument("--n-threads", type=int, default=2)
-    args = parser.parse_args()
+    args = script_parser(__doc__, PARTS, quick="small sizes and short time caps (a smoke test)").parse_args()
     FIGURES.mkdir(exist_ok=True)
     santafe_series = load_santafe() if {"santafe", "perf"} & set(args.part) else None
     with pinned_threads(args.n_threads):

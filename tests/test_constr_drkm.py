@@ -4,15 +4,16 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
 from rkm import KernelPCA, _core, reference, stiefel
 from rkm.deep import _constr_levels
 from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
 from rkm.deep.constrained import ConstrainedDeepRKM, _preimage
 from rkm.kernels import kernel_matrix
-from sklearn.base import clone
-from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 
 def _data(n=60, seed=0):
@@ -54,7 +55,7 @@ def _start_only(model, X):
 
 def test_one_level_is_kernel_pca():
     X = _data()
-    model = _fit(ConstrainedDeepRKM(3, gamma=0.8, eta=2.0, center=True, solver="pg_anderson", tol=1e-10,
+    model = _fit(ConstrainedDeepRKM(3, gamma=0.8, eta=2.0, center=True, stiefel_method="pg_anderson", tol=1e-10,
                                     random_state=0), X)
     kpca = KernelPCA(3, gamma=0.8, eta=2.0).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-8
@@ -70,7 +71,7 @@ def test_one_level_is_kernel_pca():
 def test_large_eta_decouples_level_one():
     """With eta_2 huge the second level's term vanishes: level 1 is kernel PCA of the inputs."""
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), eta=(1.0, 1e8), solver="pg_anderson", tol=1e-8,
+    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), eta=(1.0, 1e8), stiefel_method="pg_anderson", tol=1e-8,
                                     random_state=0), X)
     kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-5
@@ -79,8 +80,8 @@ def test_large_eta_decouples_level_one():
 def test_linear_second_level_contributes_nothing():
     """Uncentred linear level 2: Tr(H_2^T H_1 H_1^T H_2) = ||H_1^T H_2||^2 = 0 on the constraint set."""
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), kernel=("rbf", "linear"), gamma=0.8, solver="pg_anderson", tol=1e-10,
-                                    random_state=0), X)
+    model = _fit(ConstrainedDeepRKM((2, 1), kernel=("rbf", "linear"), gamma=0.8, stiefel_method="pg_anderson",
+                                    tol=1e-10, random_state=0), X)
     assert abs(model.level_objectives_[1]) < 1e-12 * abs(model.objective_)
     kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-6
@@ -96,12 +97,13 @@ def test_levelwise_start_is_feasible_and_seed_free():
     assert _sin_angle(models[0].H_[0], kpca.H_) < 1e-10
 
 
-# ---------------------------------------------------------------------- solvers
+# ---------------------------------------------------------------------- Stiefel methods
 
 
-# (options, max_iter, relative agreement of the objective). Cayley Adam's constant learning rate leaves it
-# oscillating near the optimum (grad_norm ~0.3 after 5000 iterations here), so it is held to the descent it makes.
-SOLVER_SETTINGS = {
+# (options, max_iter, relative agreement of the objective) per Stiefel method. Cayley Adam's constant learning rate
+# leaves it oscillating near the optimum (grad_norm ~0.3 after 5000 iterations here), so it is held to the descent it
+# makes.
+METHOD_SETTINGS = {
     "pg": (None, 2000, 1e-9),
     "pg_anderson": (None, 2000, 1e-9),
     "cayley_bb": (None, 2000, 1e-9),
@@ -111,30 +113,30 @@ SOLVER_SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def solver_problem():
+def stiefel_problem():
     X = _data(80, seed=2)
     H0 = stiefel.random_point(80, 5, random_state=3)
-    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, solver="pg_anderson", tol=1e-9)
+    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, stiefel_method="pg_anderson", tol=1e-9)
     return X, H0, _fit(model, X).objective_
 
 
-@pytest.mark.parametrize("solver", list(SOLVER_SETTINGS))
-def test_every_solver_reaches_the_same_objective(solver, solver_problem):
-    X, H0, expected = solver_problem
-    options, max_iter, rtol = SOLVER_SETTINGS[solver]
-    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, solver=solver, tol=1e-7,
-                               max_iter=max_iter, solver_options=options)
+@pytest.mark.parametrize("method", list(METHOD_SETTINGS))
+def test_every_stiefel_method_reaches_the_same_objective(method, stiefel_problem):
+    X, H0, expected = stiefel_problem
+    options, max_iter, rtol = METHOD_SETTINGS[method]
+    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, stiefel_method=method, tol=1e-7,
+                               max_iter=max_iter, stiefel_options=options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # judged by the objective reached, below
         model.fit(X)
     assert model.objective_ == pytest.approx(expected, rel=rtol)
     assert model.feasibility_ <= 1e-10
-    assert model.solver_result_.method == solver
+    assert model.stiefel_result_.method == method
 
 
 def test_learned_bandwidths_lower_the_objective():
     X = _data()
-    fixed = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.2, None), center=True, solver="pg_anderson", tol=1e-8,
+    fixed = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.2, None), center=True, stiefel_method="pg_anderson", tol=1e-8,
                                     random_state=0), X)
     learned = _fit(clone(fixed).set_params(learn_gamma=True), X)
     assert learned.objective_ < fixed.objective_ - 1e-6 * abs(fixed.objective_)
@@ -158,7 +160,8 @@ def test_transform_reproduces_the_training_features():
 
 def test_transform_of_a_trained_model():
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), solver="pg_anderson", tol=1e-9, random_state=0), X)
+    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), stiefel_method="pg_anderson", tol=1e-9,
+                                    random_state=0), X)
     T = model.transform(X)
     _close(model.H_[0].T @ T[:, :2], np.eye(2), 1e-10)
     assert model.transform(X[:7]).shape == (7, 3)
@@ -176,7 +179,8 @@ def test_transform_of_a_trained_model():
 @pytest.fixture(scope="module")
 def deep_model():
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(4.0, None), solver="pg_anderson", tol=1e-9, random_state=0), X)
+    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(4.0, None), stiefel_method="pg_anderson", tol=1e-9,
+                                    random_state=0), X)
     return X, model
 
 
@@ -206,7 +210,7 @@ def test_denoise_paths(deep_model):
 def test_denoise_of_a_linear_level_one_is_pca():
     """Linear centred level 1 (L = 1): the expansion's pre-image is the PCA reconstruction, in closed form."""
     X = np.random.default_rng(4).normal(size=(40, 4)) @ np.diag([3.0, 2.0, 1.0, 0.5])
-    model = _fit(ConstrainedDeepRKM(2, kernel="linear", center=True, solver="pg_anderson", tol=1e-10,
+    model = _fit(ConstrainedDeepRKM(2, kernel="linear", center=True, stiefel_method="pg_anderson", tol=1e-10,
                                     random_state=0), X)
     pca = PCA(2).fit(X)
     _close(model.denoise(X), pca.inverse_transform(pca.transform(X)), 1e-8)
@@ -235,7 +239,7 @@ def test_gradient_preimage_lowers_the_residual(kernel):
 def test_denoise_with_a_poly_level_one():
     X = _data()
     model = _fit(ConstrainedDeepRKM((2, 1), kernel=("poly", "rbf"), degree=2, gamma=(0.5, None), center=True,
-                                    solver="pg_anderson", tol=1e-8, random_state=0), X)
+                                    stiefel_method="pg_anderson", tol=1e-8, random_state=0), X)
     out = model.denoise(X[:10])
     assert out.shape == (10, 2) and np.all(np.isfinite(out))
 
@@ -243,29 +247,38 @@ def test_denoise_with_a_poly_level_one():
 # ---------------------------------------------------------------------- bad input
 
 
+def _invalid(name):
+    """scikit-learn's InvalidParameterError of a type or range check, which names the parameter."""
+    return f"The '{name}' parameter of ConstrainedDeepRKM must be"
+
+
 BAD_PARAMS = [
     ({"n_components": (40, 30)}, "n_components: the levels' components sum to 70"),
     ({"n_components": (2, 0)}, "n_components:"),
     ({"n_components": (2, 1.5)}, "n_components:"),
-    ({"n_components": "two"}, "n_components:"),
+    ({"n_components": ()}, "n_components:"),
+    ({"n_components": "two"}, _invalid("n_components")),
+    ({"n_components": 0}, _invalid("n_components")),
     ({"gamma": (0.5, 1.0, 2.0)}, "gamma: must be one value or a tuple of 2"),
-    ({"eta": 0.0}, "eta:"),
+    ({"eta": 0.0}, _invalid("eta")),
     ({"eta": (1.0, -1.0)}, "eta:"),
     ({"kernel": ("rbf", "cosine")}, "kernel: level 2"),
-    ({"kernel": "bogus"}, "kernel:"),
+    ({"kernel": "bogus"}, _invalid("kernel")),
     ({"learn_gamma": True, "kernel": ("rbf", "poly")}, "learn_gamma: .* level 2 is 'poly'"),
     ({"learn_gamma": True, "kernel": "linear"}, "learn_gamma:"),
-    ({"solver": "newton"}, "solver:"),
-    ({"init": "zeros"}, "init:"),
+    ({"stiefel_method": "newton"}, _invalid("stiefel_method")),
+    ({"init": "zeros"}, _invalid("init")),
     ({"init": np.ones((60, 3))}, "init: the array has rank below 3"),
     ({"init": np.ones((59, 3))}, "init: an array must have shape"),
     ({"init": np.full((60, 3), np.nan)}, "init: the array contains NaN"),
-    ({"preimage_path": "direct"}, "preimage_path:"),
-    ({"tol": 0.0}, "tol:"),
-    ({"max_iter": -1}, "max_iter:"),
-    ({"lam": -1.0}, "lam:"),
-    ({"solver_options": [("lr", 1.0)]}, "solver_options:"),
-    ({"center": "yes"}, "center:"),
+    ({"preimage_path": "direct"}, _invalid("preimage_path")),
+    ({"preimage_max_iter": 0}, _invalid("preimage_max_iter")),
+    ({"tol": 0.0}, _invalid("tol")),
+    ({"max_iter": -1}, _invalid("max_iter")),
+    ({"lam": -1.0}, _invalid("lam")),
+    ({"stiefel_options": [("lr", 1.0)]}, _invalid("stiefel_options")),
+    ({"center": "yes"}, _invalid("center")),
+    ({"n_threads": 0}, _invalid("n_threads")),
 ]
 
 
@@ -273,6 +286,25 @@ BAD_PARAMS = [
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=f"^{message}"):
         ConstrainedDeepRKM(**{"n_components": (2, 1), **params}).fit(_data())
+
+
+def test_progress_lines(capsys):
+    X = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ConstrainedDeepRKM((2, 1), gamma=(0.8, None), max_iter=3, random_state=0, verbose=1).fit(X)
+        stages = capsys.readouterr().out.splitlines()
+        ConstrainedDeepRKM((2, 1), gamma=(0.8, None), max_iter=3, random_state=0, verbose=2).fit(X)
+        iterations = capsys.readouterr().out.splitlines()
+    assert len(stages) == 1 and stages[0].startswith("ConstrainedDeepRKM [") and "3 iterations" in stages[0]
+    # verbose=2 adds the Stiefel method's lines: the start and one per iteration, and why it stopped.
+    assert sum(line.startswith("pg iteration") for line in iterations) == 4
+    assert iterations[-1].startswith("ConstrainedDeepRKM [") and "3 iterations" in iterations[-1]
+
+
+def test_parameters_after_n_components_are_keyword_only():
+    with pytest.raises(TypeError):
+        ConstrainedDeepRKM((2, 1), "rbf")
 
 
 def test_bad_data_and_components(deep_model):
@@ -357,8 +389,9 @@ def test_penalty_with_adam_survives_an_iterate_that_loses_rank():
 
     images, _ = make_sprites(200, random_state=0, noise="background")
     options = {"inner": "adam", "lr": 1e-3, "mu0": 1.0, "tau0": 0.1, "growth": 8, "max_outer": 2}
-    model = ConstrainedDeepRKM((10, 5), solver="penalty", max_iter=10**6, solver_options=options, random_state=0)
+    model = ConstrainedDeepRKM((10, 5), stiefel_method="penalty", max_iter=10**6, stiefel_options=options,
+                               random_state=0)
     with pytest.warns(ConvergenceWarning):
         model.fit(images.reshape(200, -1))
-    assert model.solver_result_.feasibility_unpolished > 1.0
+    assert model.stiefel_result_.feasibility_unpolished > 1.0
     assert model.feasibility_ <= 1e-12 and np.isfinite(model.objective_)

@@ -8,9 +8,7 @@ from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 
 from rkm import DeepRKM, LSSVMClassifier, LSSVMRegressor, _core, reference
-from rkm.deep import _primal
-from rkm.deep import _levelwise
-from rkm.deep.deep_rkm import DivergenceError
+from rkm.deep import DivergenceError, _levelwise, _primal
 from rkm.kernels import RBF, kernel_matrix
 
 KERNELS = {"rbf": ("rbf", 0.4, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0), "poly": ("poly", 0.3, 3.0, 1.0)}
@@ -146,7 +144,7 @@ def test_fused_level1_solve_matches_the_dense_bordered_system(inverse_eta):
 def test_levelwise_lssvm_kpca_kpca_matches_reference(p, components, phases):
     X, y = _regression(p=p)
     etas = (1.0, 0.01, 0.02)
-    model = DeepRKM(n_components=components, gamma=0.5, lam=0.05, etas=etas, n_passes=3, phases=phases).fit(X, y)
+    model = DeepRKM(n_components=components, gamma=0.5, lam=0.05, eta=etas, n_passes=3, phases=phases).fit(X, y)
     K = kernel_matrix(X, kernel="rbf", gamma=0.5)
     expected = reference.deep_levelwise_lssvm_kpca_kpca(K, y.reshape(len(X), -1), etas, 0.05, components, 3, phases)
     # (3, 2) keeps a level-2 eigenvalue about 1e-10 of the largest: its eigenvector is determined only to about
@@ -162,7 +160,7 @@ def test_levelwise_lssvm_kpca_kpca_matches_reference(p, components, phases):
 def test_levelwise_lssvm_kpca_kpca_solution_properties():
     X, y = _regression(p=2)
     etas, lam = (1.0, 0.1, 0.1), 0.05
-    model = DeepRKM(n_components=(3, 2), kernel="linear", lam=lam, etas=etas, n_passes=2).fit(X, y)
+    model = DeepRKM(n_components=(3, 2), kernel="linear", lam=lam, eta=etas, n_passes=2).fit(X, y)
     H1, H2, H3 = model.H_
     # Level 1 was solved last: its fused system holds with the final H2 (linear K1 = X X^T).
     fused = X @ X.T / etas[0] + H2 @ H2.T / etas[1] + lam * np.eye(len(X))
@@ -192,7 +190,7 @@ def test_levelwise_is_deterministic_and_random_init_is_seeded():
 def test_levelwise_classification_with_weak_coupling_equals_the_lssvm_classifier():
     X, y = load_digits(return_X_y=True)
     X, y = X[:400] / 16, np.array(list("abcdefghij"))[y[:400]]
-    deep = DeepRKM(n_components=(10, 1), gamma=0.02, lam=1e-3, etas=(1.0, 1e12, 1e12), n_passes=2).fit(X, y)
+    deep = DeepRKM(n_components=(10, 1), gamma=0.02, lam=1e-3, eta=(1.0, 1e12, 1e12), n_passes=2).fit(X, y)
     basic = LSSVMClassifier(gamma=0.02, lam=1e-3).fit(X, y)
     assert deep.task_ == "classification"
     _close(deep.decision_function(X[:50]), basic.decision_function(X[:50]), 1e-6)
@@ -202,8 +200,8 @@ def test_levelwise_classification_with_weak_coupling_equals_the_lssvm_classifier
 
 def test_strong_coupling_changes_the_solution():
     X, y = _regression()
-    weak = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e8, 1e8), n_passes=1).fit(X, y)
-    strong = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
+    weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=1).fit(X, y)
+    strong = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
     assert np.abs(weak.predict(X) - strong.predict(X)).max() > 1e-3
     # The backward level-1 step with 1/eta2 = 1e5 leaves H1 nearly orthogonal to the level-2 direction.
     H1, H2 = strong.H_[0].ravel(), strong.H_[1].ravel()
@@ -213,14 +211,14 @@ def test_strong_coupling_changes_the_solution():
 def test_strong_coupling_alternates_between_two_states_and_warns():
     X, y = _regression()
     with pytest.warns(ConvergenceWarning, match="has not settled"):
-        strong = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=4).fit(X, y)
+        strong = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=4).fit(X, y)
     assert strong.pass_changes_.shape == (3,) and np.all(strong.pass_changes_ > 0.1)
-    odd = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=3, tol=10.0).fit(X, y)
-    first = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
+    odd = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=3, tol=10.0).fit(X, y)
+    first = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
     _close(odd.predict(X), first.predict(X), 1e-5)  # the state of pass 1 returns at passes 3, 5, ...
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        weak = DeepRKM(gamma=0.5, lam=0.01, etas=(1.0, 1e8, 1e8), n_passes=3).fit(X, y)
+        weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=3).fit(X, y)
     assert np.all(weak.pass_changes_ < 1e-6)
     # A pass's forward L1 repeats the previous backward L1 (same H2): the same value, not a new solve.
     assert strong.objective_history_[4] == strong.objective_history_[5]
@@ -232,7 +230,7 @@ def test_strong_coupling_alternates_between_two_states_and_warns():
 def test_levelwise_kpca_kpca_lssvm_matches_reference_and_eq_4_9():
     X, y = _regression(p=1)
     etas = (1.0, 0.5, 2.0)
-    model = DeepRKM("kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, etas=etas, n_passes=2,
+    model = DeepRKM("kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, eta=etas, n_passes=2,
                     phases="forward").fit(X, y)
     K = kernel_matrix(X, kernel="rbf", gamma=0.5)
     expected = reference.deep_levelwise_kpca_kpca_lssvm(K, y[:, None], etas, 0.1, (3, 2), 2, "forward")
@@ -263,8 +261,8 @@ def _binary(n=120, seed=0):
 
 def test_reduced_set_fit_reaches_the_objective_it_reports():
     X, y = _binary()
-    model = DeepRKM("kpca_kpca_lssvm", method="reduced_set", n_components=(2, 2), gamma=1.0, lam=0.01,
-                    etas=(1.0, 1.0, 1.0), c_stab=10.0, c0=0.1, n_reduced=15, max_iter=200, random_state=0)
+    model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", n_components=(2, 2), gamma=1.0, lam=0.01,
+                    eta=(1.0, 1.0, 1.0), c_stab=10.0, c0=0.1, n_reduced=15, max_iter=200, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
@@ -286,8 +284,8 @@ def test_reduced_set_fit_reaches_the_objective_it_reports():
 
 def test_primal_selection_on_validation_data():
     X, y = _binary(n=160)
-    model = DeepRKM("kpca_kpca_lssvm", method="feedforward", n_components=(2, 2), hidden_units=(3, 3, 3), lam=0.01,
-                    etas=(1.0, 1.0, 1.0), n_init=3, max_iter=100, random_state=0)
+    model = DeepRKM("kpca_kpca_lssvm", solver="feedforward", n_components=(2, 2), hidden_layer_sizes=(3, 3, 3),
+                    lam=0.01, eta=(1.0, 1.0, 1.0), n_init=3, max_iter=100, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X[:100], y[:100], X_val=X[100:], y_val=y[100:])
@@ -302,7 +300,7 @@ def test_primal_selection_on_validation_data():
 def test_feedforward_hidden_features_follow_the_stationarity_conditions(toeplitz):
     X, y = _regression(n=80, p=1)
     lam = 0.05
-    model = DeepRKM("kpca_kpca_lssvm", method="feedforward", n_components=(2, 2), lam=lam, etas=(1.0, 1.0, 1.0),
+    model = DeepRKM("kpca_kpca_lssvm", solver="feedforward", n_components=(2, 2), lam=lam, eta=(1.0, 1.0, 1.0),
                     toeplitz=toeplitz, max_iter=50, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -318,13 +316,13 @@ def test_feedforward_hidden_features_follow_the_stationarity_conditions(toeplitz
 def test_max_iter_reached_warns():
     X, y = _binary()
     with pytest.warns(ConvergenceWarning, match="L-BFGS stopped after 2 iterations"):
-        DeepRKM("kpca_kpca_lssvm", method="reduced_set", n_reduced=10, max_iter=2, random_state=0).fit(X, y)
+        DeepRKM("kpca_kpca_lssvm", solver="reduced_set", n_reduced=10, max_iter=2, random_state=0).fit(X, y)
 
 
 def test_unbounded_objective_stops_with_the_iterate_reached():
     # c_stab = 0 with c0 > 0: f decreases without bound as Lambda grows (eq. 5.3 without stabilization).
     X, y = _binary()
-    model = DeepRKM("kpca_kpca_lssvm", method="reduced_set", n_reduced=10, c_stab=0.0, c0=1.0, max_iter=400,
+    model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", n_reduced=10, c_stab=0.0, c0=1.0, max_iter=400,
                     random_state=0)
     with pytest.raises(DivergenceError) as info:
         model.fit(X, y)
@@ -349,7 +347,7 @@ def test_kernel_objects_and_per_level_kernels():
     by_object = DeepRKM(kernel=RBF.from_sigma(2.0), lam=0.01, n_passes=1).fit(X, y)
     by_gamma = DeepRKM(gamma=0.25, lam=0.01, n_passes=1).fit(X, y)
     _close(by_object.predict(X), by_gamma.predict(X), 1e-12)
-    model = DeepRKM("kpca_kpca_lssvm", method="reduced_set", kernel=("rbf", "poly", "linear"), gamma=(0.5, 0.3, None),
+    model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", kernel=("rbf", "poly", "linear"), gamma=(0.5, 0.3, None),
                     n_reduced=8, max_iter=5, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -358,39 +356,83 @@ def test_kernel_objects_and_per_level_kernels():
     assert model.predict(X).shape == y.shape
 
 
+def _invalid(name):
+    """scikit-learn's InvalidParameterError of a type or range check, which names the parameter."""
+    return f"^The '{name}' parameter of DeepRKM must be"
+
+
 @pytest.mark.parametrize("params, message", [
     (dict(n_components=(60, 1)), "^n_components: s2 = 60 exceeds n_samples - 1"),
     (dict(n_components=(2, 3)), "^n_components: s3 = 3 exceeds s2 = 2"),
     (dict(n_components=(0, 1)), "^n_components: "),
     (dict(n_components=(1, 1, 1)), "^n_components: "),
+    (dict(n_components=0), _invalid("n_components")),
     (dict(architecture="kpca_kpca_lssvm", n_components=(61, 1)), "^n_components: "),
-    (dict(lam=0.0), "^lam: "),
-    (dict(etas=(1.0, -1.0, 1.0)), "^etas: "),
-    (dict(etas=(1.0, 1.0)), "^etas: "),
-    (dict(c_stab=-1.0), "^c_stab: "),
-    (dict(c0=float("nan")), "^c0: "),
-    (dict(n_passes=0), "^n_passes: "),
-    (dict(n_init=0), "^n_init: "),
-    (dict(architecture="deep"), "^architecture: "),
-    (dict(method="reduced_set"), "^method: "),
-    (dict(method="gradient"), "^method: "),
-    (dict(phases="backward"), "^phases: "),
-    (dict(kernel=("rbf", "rbf", "linear")), "^kernel: method='levelwise' needs linear"),
-    (dict(architecture="kpca_kpca_lssvm", method="reduced_set", kernel="laplacian"), "^kernel: "),
-    (dict(architecture="kpca_kpca_lssvm", method="reduced_set", n_reduced=61), "^n_reduced: "),
-    (dict(regularizer="L2"), "^regularizer: "),
-    (dict(objective="level2"), "^objective: "),
-    (dict(hidden_units=(3, 0, 3)), "^hidden_units: "),
-    (dict(toeplitz=1), "^toeplitz: "),
+    (dict(lam=0.0), _invalid("lam")),
+    (dict(eta=(1.0, -1.0, 1.0)), "^eta: "),
+    (dict(eta=(1.0, 1.0)), "^eta: "),
+    (dict(eta=0.0), _invalid("eta")),
+    (dict(c_stab=-1.0), _invalid("c_stab")),
+    (dict(c0=float("nan")), _invalid("c0")),
+    (dict(n_passes=0), _invalid("n_passes")),
+    (dict(n_init=0), _invalid("n_init")),
+    (dict(architecture="deep"), _invalid("architecture")),
+    (dict(solver="reduced_set"), "^solver: "),
+    (dict(solver="gradient"), _invalid("solver")),
+    (dict(phases="backward"), _invalid("phases")),
+    (dict(kernel=("rbf", "rbf", "linear")), "^kernel: solver='levelwise' needs linear"),
+    (dict(kernel="precomputed"), _invalid("kernel")),
+    (dict(architecture="kpca_kpca_lssvm", solver="reduced_set", kernel="laplacian"), "^kernel: "),
+    (dict(architecture="kpca_kpca_lssvm", solver="reduced_set", n_reduced=61), "^n_reduced: "),
+    (dict(regularizer="L2"), _invalid("regularizer")),
+    (dict(objective="level2"), _invalid("objective")),
+    (dict(hidden_layer_sizes=(3, 0, 3)), "^hidden_layer_sizes: "),
+    (dict(hidden_layer_sizes=(3, 3)), "^hidden_layer_sizes: "),
+    (dict(hidden_layer_sizes=0), _invalid("hidden_layer_sizes")),
+    (dict(toeplitz=1), _invalid("toeplitz")),
     (dict(gamma=(1.0, 1.0)), "^gamma: "),
     (dict(gamma=-1.0), "^gamma: "),
-    (dict(tol=0.0), "^tol: "),
-    (dict(coding="ecoc"), "^coding: "),
+    (dict(tol=0.0), _invalid("tol")),
+    (dict(coding="ecoc"), _invalid("coding")),
 ])
 def test_bad_parameters_are_named(params, message):
     X, y = _regression()
     with pytest.raises(ValueError, match=message):
         DeepRKM(**params).fit(X, y)
+
+
+def test_one_value_is_the_same_for_every_level():
+    X, y = _regression()
+    once = DeepRKM(gamma=0.5, lam=0.01, eta=0.5, n_passes=2).fit(X, y)
+    each = DeepRKM(gamma=0.5, lam=0.01, eta=(0.5, 0.5, 0.5), n_passes=2).fit(X, y)
+    np.testing.assert_array_equal(once.predict(X), each.predict(X))
+    X, y = _binary()
+    common = dict(solver="feedforward", n_components=(2, 1), max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        once = DeepRKM("kpca_kpca_lssvm", hidden_layer_sizes=4, **common).fit(X, y)
+        each = DeepRKM("kpca_kpca_lssvm", hidden_layer_sizes=(4, 4, 4), **common).fit(X, y)
+    assert once._primal["dims"] == each._primal["dims"] == (4, 4, 4, 4, 2, 1, 1)
+    np.testing.assert_array_equal(once.decision_function(X), each.decision_function(X))
+
+
+def test_progress_lines(capsys):
+    X, y = _regression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        DeepRKM(gamma=0.5, lam=0.01, n_passes=2, verbose=1).fit(X, y)
+        stages = capsys.readouterr().out.splitlines()
+        DeepRKM(gamma=0.5, lam=0.01, n_passes=2, verbose=2).fit(X, y)
+        steps = capsys.readouterr().out.splitlines()
+    assert len(stages) == 2 and all(line.startswith("DeepRKM [") for line in stages)
+    assert len(steps) == 2 + 2 * 5 and "L1: J_deep" in steps[1]  # one line per level step at verbose=2
+    DeepRKM(gamma=0.5, lam=0.01, n_passes=2, tol=10.0).fit(X, y)
+    assert capsys.readouterr().out == ""
+
+
+def test_parameters_after_the_architecture_are_keyword_only():
+    with pytest.raises(TypeError):
+        DeepRKM("lssvm_kpca_kpca", (1, 1))
 
 
 @pytest.mark.parametrize("X, y, message", [
@@ -418,4 +460,4 @@ def test_singular_level1_system_names_lam():
 def test_validation_data_needs_both_parts():
     X, y = _binary()
     with pytest.raises(ValueError, match="^X_val: "):
-        DeepRKM("kpca_kpca_lssvm", method="feedforward", max_iter=2).fit(X, y, X_val=X)
+        DeepRKM("kpca_kpca_lssvm", solver="feedforward", max_iter=2).fit(X, y, X_val=X)

@@ -7,16 +7,17 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from rkm._utils.threads import blas_threads
 from rkm._utils.exceptions import DivergenceError
+from rkm._utils.optimize import minimize_objective
+from rkm._utils.threads import blas_threads
 from rkm.deep._primal import (
+    DIVERGENCE_ADVICE,
     feedforward_forward,
     feedforward_objective,
     feedforward_size,
     initial_feedforward,
     unpack_feedforward,
 )
-from rkm._utils.optimize import minimize_objective
 
 ETAS = (0.7, 1.3, 0.9)
 LAM3 = 0.3
@@ -303,7 +304,7 @@ def test_diverging_objective_raises_with_the_last_finite_point():
         return -value, -value * np.ones_like(theta)
 
     with pytest.raises(DivergenceError, match="diverged after .* c_stab") as caught:
-        minimize_objective(fun, np.zeros(3), n_eigen=0)
+        minimize_objective(fun, np.zeros(3), n_eigen=0, advice=DIVERGENCE_ADVICE)
     error = caught.value
     assert np.all(np.isfinite(error.iterate)) and np.isfinite(error.fun)
     assert error.fun == pytest.approx(fun(error.iterate)[0])

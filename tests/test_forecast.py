@@ -8,7 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+
 from rkm import RKMForecaster, datasets
+from rkm.features import Nystroem, RandomFourierFeatures
 
 SOLVERS = ("primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel")
 
@@ -25,7 +27,7 @@ def sines():
 @pytest.fixture(scope="module")
 def sine_forecasts(sines):
     train, _ = sines
-    return {solver: RKMForecaster(40, 4, kernel="linear", solver=solver, random_state=0).fit(train)
+    return {solver: RKMForecaster(40, n_components=4, kernel="linear", solver=solver, random_state=0).fit(train)
             for solver in SOLVERS}
 
 
@@ -50,7 +52,7 @@ def test_latent_components_agree_across_solvers(sine_forecasts):
 
 def test_without_rescaling_the_forecasts_collapse(sines, sine_forecasts):
     train, test = sines
-    plain = RKMForecaster(40, 4, kernel="linear", solver="primal_eig", rescale=False).fit(train)
+    plain = RKMForecaster(40, n_components=4, kernel="linear", solver="primal_eig", rescale=False).fit(train)
     # The paper's Fig. 7: the latents are those of the rescaled model up to a scale per component...
     rescaled = sine_forecasts["primal_eig"]
     np.testing.assert_allclose(plain.model_.H_ * np.sqrt(plain.eigenvalues_), rescaled.model_.H_, atol=1e-10)
@@ -62,19 +64,25 @@ def test_without_rescaling_the_forecasts_collapse(sines, sine_forecasts):
 
 def test_auto_solver_and_implicit_kernels(sines):
     train, test = sines
-    assert RKMForecaster(40, 4, kernel="linear").fit(train).solver_ == "primal_eig"
-    model = RKMForecaster(20, 30, kernel="rbf", gamma=0.05).fit(train)
+    assert RKMForecaster(40, n_components=4, kernel="linear").fit(train).solver_ == "primal_eig"
+    model = RKMForecaster(20, n_components=30, kernel="rbf", gamma=0.05).fit(train)
     assert model.solver_ == "dual_eig" and model.eigenvalues_.shape == (30,)
     assert np.mean((model.predict(50) - test[:50]) ** 2) < 1e-3 * np.var(test)
 
 
 def test_random_fourier_features_primal_equals_dual(sines):
     train, _ = sines
-    primal, dual = (RKMForecaster(10, 8, kernel="rbf", gamma=0.1, features="rff", n_features=60, solver=solver,
-                                  random_state=0).fit(train) for solver in ("primal_eig", "dual_eig"))
+    rff = RandomFourierFeatures(n_components=60, kernel="rbf", gamma=0.1, orthogonal=True, random_state=0)
+    primal, dual = (RKMForecaster(10, n_components=8, feature_map=rff, solver=solver, random_state=0).fit(train)
+                    for solver in ("primal_eig", "dual_eig"))
     np.testing.assert_allclose(primal.eigenvalues_, dual.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(primal.predict(30), dual.predict(30), atol=1e-8)
-    nystroem = RKMForecaster(10, 8, gamma=0.1, features="nystroem", n_features=50, random_state=0).fit(train)
+    # The forecaster fits a clone of the feature map on the windows: the same features for both solvers.
+    assert not hasattr(rff, "random_weights_") and primal.feature_map_ is not rff
+    np.testing.assert_array_equal(primal.feature_map_.random_weights_, dual.feature_map_.random_weights_)
+    assert primal.model_.view_dims_ == [60, 1]
+    nystroem = RKMForecaster(10, n_components=8, feature_map=Nystroem(n_components=50, gamma=0.1, random_state=0),
+                             random_state=0).fit(train)
     # Nyström keeps the landmarks' numerically positive directions: at most 50 features.
     assert 0 < nystroem.model_.view_dims_[0] <= 50 and nystroem.model_.view_dims_[1] == 1
     assert np.all(np.isfinite(nystroem.predict(5)))
@@ -83,13 +91,13 @@ def test_random_fourier_features_primal_equals_dual(sines):
 def test_multivariate_series(sines):
     t = 0.05 * np.arange(300)
     series = np.column_stack([np.sin(2 * np.pi * t) + 3.0, 2.0 * np.cos(2 * np.pi * 1.7 * t) - 1.0])
-    model = RKMForecaster(12, 4, kernel="linear", random_state=0).fit(series[:250])
+    model = RKMForecaster(12, n_components=4, kernel="linear", random_state=0).fit(series[:250])
     assert model.n_series_ == 2 and model.window_.shape == (12, 2)
     forecast = model.predict(50)
     assert forecast.shape == (50, 2)
     np.testing.assert_allclose(forecast, series[250:], atol=1e-8)
     # A 2-D series of one column keeps its second axis.
-    assert RKMForecaster(12, 2, kernel="linear").fit(series[:250, :1]).predict(5).shape == (5, 1)
+    assert RKMForecaster(12, n_components=2, kernel="linear").fit(series[:250, :1]).predict(5).shape == (5, 1)
 
 
 def test_standardization_makes_forecasts_affine_equivariant(sines):
@@ -108,6 +116,11 @@ def test_standardization_makes_forecasts_affine_equivariant(sines):
     assert RKMForecaster(**params).fit(constant).scale_[1] == 1.0
 
 
+def _invalid(name):
+    """The start of scikit-learn's InvalidParameterError message for parameter `name`."""
+    return rf"^The '{name}' parameter of RKMForecaster must be"
+
+
 @pytest.mark.parametrize("series,params,match", [
     (np.arange(10.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
     (np.arange(11.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
@@ -115,17 +128,22 @@ def test_standardization_makes_forecasts_affine_equivariant(sines):
     (np.r_[np.arange(30.0), np.inf], dict(lag=5), "^series: contains NaN or infinity"),
     (np.ones((30, 2, 2)), dict(lag=5), "^series: must be a non-empty 1-D or 2-D array"),
     (np.array(["a"] * 30), dict(lag=5), "^series: must be an array of real numbers"),
-    (np.arange(30.0), dict(lag=0), "^lag: must be a positive int"),
-    (np.arange(30.0), dict(lag=2.5), "^lag: must be a positive int"),
-    (np.arange(30.0), dict(lag=5, features="fourier"), "^features: must be one of"),
-    (np.arange(30.0), dict(lag=5, n_features=0), "^n_features: must be a positive int"),
-    (np.arange(30.0), dict(lag=5, standardize="yes"), "^standardize: must be True or False"),
+    (np.arange(30.0), dict(lag=0), _invalid("lag")),
+    (np.arange(30.0), dict(lag=2.5), _invalid("lag")),
+    (np.arange(30.0), dict(lag=True), _invalid("lag")),
+    (np.arange(30.0), dict(lag=5, feature_map="rff"), _invalid("feature_map")),
+    (np.arange(30.0), dict(lag=5, standardize="yes"), _invalid("standardize")),
     (np.arange(30.0), dict(lag=5, solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
-    (np.arange(30.0), dict(lag=5, n_components=0), "^n_components: must be a positive int"),
-    (np.arange(30.0), dict(lag=5, kernel="foo"), "^kernel: unknown kernel 'foo'"),
+    (np.arange(30.0), dict(lag=5, n_components=0), _invalid("n_components")),
+    (np.arange(30.0), dict(lag=5, kernel="foo"), _invalid("kernel")),
+    (np.arange(30.0), dict(lag=5, kernel="poly", degree=-1.0), _invalid("degree")),
     (np.arange(30.0), dict(lag=5, gamma=-1.0), "^gamma: must be a positive finite number"),
-    (np.arange(30.0), dict(lag=5, output_kernel="bar"), "^output_kernel: unknown kernel 'bar'"),
-    (np.arange(30.0), dict(lag=5, features="rff", kernel="poly"), "^kernel: must be one of rbf, laplacian"),
+    (np.arange(30.0), dict(lag=5, output_kernel="bar"), _invalid("output_kernel")),
+    (np.arange(30.0), dict(lag=5, output_kernel=3), _invalid("output_kernel")),
+    (np.arange(30.0), dict(lag=5, n_neighbors=0), _invalid("n_neighbors")),
+    # The feature map validates its own parameters (nested validation is not skipped).
+    (np.arange(30.0), dict(lag=5, feature_map=RandomFourierFeatures(kernel="poly")),
+     "^The 'kernel' parameter of RandomFourierFeatures must be|^kernel: must be one of rbf, laplacian"),
 ])
 def test_bad_input(series, params, match):
     params = {"n_components": 2, **params}

@@ -40,19 +40,19 @@ def _random_coefficients(model, X, seed=3, scale=0.3):
 # --------------------------------------------------------------------------------------------------------------
 
 _MODELS = {
-    "kae_rbf_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], penalties=[1e-2, 2e-2, 3e-2],
+    "kae_rbf_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], lam=[1e-2, 2e-2, 3e-2],
                                              last_layer="gradient"), False),
     "kae_mixed_A": (lambda: KernelAutoencoder(
-        (3,), kernel=["poly", "rbf"], gamma=[0.3, 0.5], degree=2, penalties=1e-2, last_layer="gradient",
+        (3,), kernel=["poly", "rbf"], gamma=[0.3, 0.5], degree=2, lam=1e-2, last_layer="gradient",
         operators=[np.diag([1.0, 0.5, 0.0]), np.array([[2.0, 1.0], [1.0, 1.0]])]), False),
-    "kae_linear_L4": (lambda: KernelAutoencoder((3, 1, 2), kernel="linear", penalties=[0.1, 0.0, 1e-3, 1e-2],
+    "kae_linear_L4": (lambda: KernelAutoencoder((3, 1, 2), kernel="linear", lam=[0.1, 0.0, 1e-3, 1e-2],
                                                 last_layer="gradient"), False),
-    "kae_ridge_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], penalties=[1e-2, 2e-2, 3e-2],
+    "kae_ridge_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], lam=[1e-2, 2e-2, 3e-2],
                                                operators=[np.diag([1.0, 0.5, 0.2]), None, None]), False),
     "kae_ridge_poly_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["rbf", "poly"], gamma=[0.5, 0.3],
-                                                            degree=2, penalties=[1e-2, 0.0]), False),
-    "k2ae_L3": (lambda: KernelAutoencoder((3, 2), kernel="precomputed", gamma=[None, 0.5, 0.7], penalties=1e-2), True),
-    "k2ae_linear_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["precomputed", "linear"], penalties=0.0),
+                                                            degree=2, lam=[1e-2, 0.0]), False),
+    "k2ae_L3": (lambda: KernelAutoencoder((3, 2), kernel="precomputed", gamma=[None, 0.5, 0.7], lam=1e-2), True),
+    "k2ae_linear_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["precomputed", "linear"], lam=0.0),
                                True),
 }
 
@@ -100,7 +100,7 @@ def test_estimator_loss_is_the_reference_loss(name):
     setup = model._configuration(X)
     kernels = setup.specs[1:] if setup.solved else setup.specs
     loss, grads, _ = reference.kae_loss_and_grad(setup.core_input, coefficients, kernels,
-                                                 setup.operators[:setup.n_optimized], setup.penalties, setup.solved,
+                                                 setup.operators[:setup.n_optimized], setup.lam, setup.solved,
                                                  output_gram=setup.output_gram)
     loss_model, grads_model = model.loss_and_grad(X, coefficients)
     assert loss_model == pytest.approx(loss, rel=1e-10)
@@ -118,14 +118,14 @@ def test_estimator_loss_is_the_reference_loss(name):
 ])
 def test_every_optimizer_decreases_the_loss(solver, step, update):
     X, _ = _circles(60)
-    model = KernelAutoencoder((2,), gamma=[1.0, 1.0], penalties=1e-2, solver=solver, step=step, update=update,
+    model = KernelAutoencoder((2,), gamma=[1.0, 1.0], lam=1e-2, solver=solver, step=step, update=update,
                               max_iter=40, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X)
-    curve = np.array(model.loss_curve_)
-    assert model.loss_ < 0.99 * curve[0]
-    assert model.loss_ == pytest.approx(curve.min(), rel=1e-9)
+    curve = np.array(model.objective_history_)
+    assert model.objective_ < 0.99 * curve[0]
+    assert model.objective_ == pytest.approx(curve.min(), rel=1e-9)
     assert 1 <= model.n_iter_ <= 40 and len(curve) >= model.n_iter_
     if step == "armijo" and update == "joint":
         assert np.all(np.diff(curve) <= 1e-12 * curve[0])
@@ -159,7 +159,7 @@ def test_training_outputs_are_consistent():
     assert errors.mean() == pytest.approx(model.terms_[0], rel=1e-10)
     assert model.score(X) == pytest.approx(-model.terms_[0], rel=1e-10)
     assert model.reconstruct(X).shape == X.shape
-    assert model.loss_ == pytest.approx(model.terms_[0] + np.dot(model.penalties_, model.terms_[1:]), rel=1e-12)
+    assert model.objective_ == pytest.approx(model.terms_[0] + np.dot(model.lam_, model.terms_[1:]), rel=1e-12)
 
 
 def test_code_layer_selects_the_representation():
@@ -176,7 +176,7 @@ def test_code_layer_selects_the_representation():
 def test_k2ae_test_distortion_from_gram_blocks():
     K, Z = _gram(70)
     train, test = np.arange(50), np.arange(50, 70)
-    model = KernelAutoencoder((3,), kernel="precomputed", gamma=[None, 0.5], penalties=1e-3, max_iter=50,
+    model = KernelAutoencoder((3,), kernel="precomputed", gamma=[None, 0.5], lam=1e-3, max_iter=50,
                               random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -206,7 +206,7 @@ def test_linear_k2ae_without_penalty_recovers_the_kernel_pca_subspace():
     rng = np.random.default_rng(1)
     F = rng.standard_normal((40, 5)) * np.array([3.0, 2.0, 1.0, 0.7, 0.5])
     K = F @ F.T
-    model = KernelAutoencoder((2,), kernel=["precomputed", "linear"], penalties=0.0, max_iter=3000, tol=1e-15,
+    model = KernelAutoencoder((2,), kernel=["precomputed", "linear"], lam=0.0, max_iter=3000, tol=1e-15,
                               random_state=0).fit(K)
     codes = model.transform(K)
     kpca = KernelPCA(n_components=2, kernel="precomputed", center=False).fit(K)
@@ -220,8 +220,8 @@ def test_k2ae_on_a_linear_gram_matches_the_kae_loss():
     # K_in = X X^T is the linear kernel of X: a K²AE with an rbf last layer reaches the loss of a KAE whose last
     # layer is the optimal ridge regression (the same objective once Phi_L is minimized out).
     X, _ = _circles(30)
-    k2ae = KernelAutoencoder((2,), kernel=["precomputed", "rbf"], gamma=[None, 0.7], penalties=[1e-3, 1e-2])
-    kae = KernelAutoencoder((2,), kernel=["linear", "rbf"], gamma=[None, 0.7], penalties=[1e-3, 1e-2],
+    k2ae = KernelAutoencoder((2,), kernel=["precomputed", "rbf"], gamma=[None, 0.7], lam=[1e-3, 1e-2])
+    kae = KernelAutoencoder((2,), kernel=["linear", "rbf"], gamma=[None, 0.7], lam=[1e-3, 1e-2],
                             last_layer="gradient")
     Phi_1 = _random_coefficients(kae, X)[0]
     codes = X @ X.T @ Phi_1
@@ -248,49 +248,91 @@ def test_diverging_optimizer_warns_and_keeps_the_best_iterate():
     # A degree-25 polynomial layer on codes of size ~1e3 overflows at L-BFGS's first trial step.
     X, _ = _circles(30)
     X = X * 40.0
-    model = KernelAutoencoder((2,), kernel=["linear", "poly"], gamma=[None, 1000.0], degree=25, penalties=0.0,
+    model = KernelAutoencoder((2,), kernel=["linear", "poly"], gamma=[None, 1000.0], degree=25, lam=0.0,
                               last_layer="gradient", max_iter=50, random_state=0)
     with pytest.warns(ConvergenceWarning, match="diverged"):
         model.fit(X)
     assert np.all(np.isfinite(model.transform(X)))
-    assert np.isfinite(model.loss_) and model.loss_ <= model.loss_curve_[0]
+    assert np.isfinite(model.objective_) and model.objective_ <= model.objective_history_[0]
 
 
 # --------------------------------------------------------------------------------------------------------------
 # bad input
 # --------------------------------------------------------------------------------------------------------------
 
+def _invalid(name):
+    """The start of scikit-learn's InvalidParameterError message for parameter `name`."""
+    return rf"The '{name}' parameter of KernelAutoencoder must be"
+
+
 @pytest.mark.parametrize("params,message", [
-    ({"hidden_sizes": (0,)}, "hidden_sizes"),
-    ({"hidden_sizes": (2, -1)}, "hidden_sizes"),
-    ({"hidden_sizes": ()}, "hidden_sizes"),
-    ({"penalties": -1.0}, "penalties"),
-    ({"penalties": [1e-3, 1e-3, 1e-3]}, "penalties"),
-    ({"gradient": "backprop"}, "gradient"),
-    ({"solver": "adam"}, "solver"),
-    ({"step": "fixed"}, "step"),
-    ({"update": "random"}, "update"),
-    ({"init": "zeros"}, "init"),
-    ({"max_iter": 0}, "max_iter"),
-    ({"tol": -1.0}, "tol"),
-    ({"kernel": "laplacian"}, "kernel"),
-    ({"kernel": ["rbf", "precomputed"]}, "kernel"),
-    ({"gamma": -1.0}, "gamma"),
-    ({"kernel": "poly", "degree": 2.5}, "degree"),
-    ({"operators": [np.array([[1.0, 2.0], [2.0, 1.0]]), None]}, "operators"),
-    ({"operators": [np.eye(2)]}, "operators"),
-    ({"operators": [np.eye(3), None]}, "operators"),
-    ({"operators": [np.array([[1.0, 0.5], [0.0, 1.0]]), None]}, "operators"),
-    ({"code_layer": 2}, "code_layer"),
-    ({"last_layer": "fixed"}, "last_layer"),
+    ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
+    ({"hidden_layer_sizes": (2, -1)}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
+    ({"hidden_layer_sizes": ()}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
+    ({"hidden_layer_sizes": 2}, _invalid("hidden_layer_sizes")),
+    ({"lam": -1.0}, _invalid("lam")),
+    ({"lam": [1e-3, -1.0]}, "lam: must be a non-negative finite number"),
+    ({"lam": [1e-3, 1e-3, 1e-3]}, "lam: must be one value or 2 values"),
+    ({"gradient": "backprop"}, _invalid("gradient")),
+    ({"solver": "adam"}, _invalid("solver")),
+    ({"step": "fixed"}, _invalid("step")),
+    ({"update": "random"}, _invalid("update")),
+    ({"init": "zeros"}, _invalid("init")),
+    ({"max_iter": 0}, _invalid("max_iter")),
+    ({"max_iter": None}, _invalid("max_iter")),
+    ({"tol": -1.0}, _invalid("tol")),
+    ({"n_iter_no_change": 0}, _invalid("n_iter_no_change")),
+    ({"kernel": "laplacian"}, _invalid("kernel")),
+    ({"kernel": ["rbf", "laplacian"]}, r"kernel: must be one of rbf, poly, linear, got 'laplacian' \(layer 2\)"),
+    ({"kernel": ["rbf", "precomputed"]}, "kernel: only the first layer can be 'precomputed'"),
+    ({"gamma": -1.0}, "gamma: must be a positive finite number"),
+    ({"gamma": "0.5"}, _invalid("gamma")),
+    ({"kernel": "poly", "degree": 2.5}, "degree: must be a non-negative integer for a poly layer"),
+    ({"kernel": "poly", "degree": [2, -1]}, r"degree: must be a non-negative number, got -1 \(layer 2\)"),
+    ({"degree": -1}, _invalid("degree")),
+    ({"kernel": "poly", "coef0": [1.0, 2.0, 3.0]}, "coef0: must be one value or 2 values"),
+    ({"operators": [np.array([[1.0, 2.0], [2.0, 1.0]]), None]}, "operators: entry 0 must be positive semidefinite"),
+    ({"operators": [np.eye(2)]}, "operators: must be None or a list of 2 arrays"),
+    ({"operators": [np.eye(3), None]}, r"operators: entry 0 must be a real \(2, 2\) array"),
+    ({"operators": [np.array([[1.0, 0.5], [0.0, 1.0]]), None]}, "operators: entry 0 must be symmetric"),
+    ({"operators": np.eye(2)}, _invalid("operators")),
+    ({"code_layer": 2}, "code_layer: must be a hidden layer, 1..1"),
+    ({"code_layer": 0}, _invalid("code_layer")),
+    ({"last_layer": "fixed"}, _invalid("last_layer")),
+    ({"n_threads": 0}, _invalid("n_threads")),
+    ({"verbose": -1}, _invalid("verbose")),
+    ({"random_state": "seed"}, _invalid("random_state")),
     ({"operators": [None, np.eye(2)]}, "operators: the last layer solved by ridge regression"),
-    ({"penalties": [1e-3, 0.0]}, "penalties: a last layer solved by ridge regression needs lambda_L > 0"),
+    ({"lam": [1e-3, 0.0]}, "lam: a last layer solved by ridge regression needs lambda_L > 0"),
 ])
 def test_bad_parameters_name_the_argument(params, message):
     X, _ = _circles(20)
-    model = KernelAutoencoder(**{"hidden_sizes": (2,), **params})
+    model = KernelAutoencoder(**{"hidden_layer_sizes": (2,), **params})
     with pytest.raises(ValueError, match=f"^{message}"):
         model.fit(X)
+
+
+def test_parameters_are_validated_as_scikit_learn_does():
+    model = KernelAutoencoder()
+    assert model._validate_params() is None
+    with pytest.raises(ValueError, match=_invalid("step")):
+        model.set_params(step="newton")._validate_params()
+    # loss_and_grad, which resolves the settings as fit does, checks them too.
+    with pytest.raises(ValueError, match=_invalid("step")):
+        model.loss_and_grad(_circles(10)[0], [np.zeros((10, 1))])
+
+
+def test_per_layer_parameters_take_one_value_or_one_per_layer():
+    X, _ = _circles(30)
+    common = dict(max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        one = KernelAutoencoder((2,), kernel="poly", degree=2, coef0=0.5, lam=1e-2, **common).fit(X)
+        each = KernelAutoencoder((2,), kernel=["poly", "poly"], degree=[2, 2], coef0=(0.5, 0.5), lam=[1e-2, 1e-2],
+                                 **common).fit(X)
+    np.testing.assert_array_equal(one.transform(X), each.transform(X))
+    assert one.lam_ == each.lam_ == [1e-2, 1e-2] and one.hidden_layer_sizes_ == (2,)
+    assert [spec[2:] for spec in each.kernels_] == [(2, 0.5), (2, 0.5)]
 
 
 @pytest.mark.parametrize("X,message", [
@@ -319,8 +361,8 @@ def test_bad_gram_matrices_are_refused(K, message):
 
 def test_k2ae_refuses_what_it_cannot_do():
     K, _ = _gram(20)
-    with pytest.raises(ValueError, match="^penalties: a last layer solved by ridge regression needs lambda_L > 0"):
-        KernelAutoencoder(kernel="precomputed", penalties=0.0).fit(K)
+    with pytest.raises(ValueError, match="^lam: a last layer solved by ridge regression needs lambda_L > 0"):
+        KernelAutoencoder(kernel="precomputed", lam=0.0).fit(K)
     model = KernelAutoencoder(kernel="precomputed", max_iter=5, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -388,3 +430,17 @@ def test_barzilai_borwein_steps_use_the_previous_iterate():
         theta[:] = part
     assert stepper.t == pytest.approx(0.25, rel=1e-12)
     np.testing.assert_allclose(theta, 0.0, atol=1e-12)
+
+
+def test_progress_lines_per_stage_and_per_iteration(capsys):
+    X, _ = _circles(20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        KernelAutoencoder(max_iter=3, random_state=0, verbose=1).fit(X)
+        stages = capsys.readouterr().out.splitlines()
+        KernelAutoencoder(max_iter=3, random_state=0, verbose=2).fit(X)
+        lines = capsys.readouterr().out.splitlines()
+    assert len(stages) == 2 and all(line.startswith("KernelAutoencoder [") for line in stages)
+    assert "stopped after 3 iterations" in stages[-1]
+    assert all(line.startswith("KernelAutoencoder [") for line in lines)
+    assert sum("L-BFGS iteration" in line for line in lines) == 3 and len(lines) == 5

@@ -8,10 +8,11 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
 from rkm import KernelPCA, MultiViewRKM
 from rkm.features import RandomFourierFeatures
 from rkm.kernels import RBF
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 EIG_SOLVERS = ("primal_eig", "dual_eig")
 STIEFEL_SOLVERS = ("primal_stiefel", "dual_stiefel")
@@ -52,7 +53,7 @@ def circle_views(rng):
 
 
 def _fit(views, solver, s=3, **params):
-    return MultiViewRKM(s, kernels=("linear",) * len(views), solver=solver, random_state=0, **params).fit(views)
+    return MultiViewRKM(s, kernel=("linear",) * len(views), solver=solver, random_state=0, **params).fit(views)
 
 
 # ---------------------------------------------------------------------------------------------- eig solvers
@@ -129,21 +130,21 @@ def test_a_view_that_is_a_linear_function_of_the_other_is_inferred_exactly(rng):
 
 def test_a_single_implicit_view_is_kernel_pca(rng):
     X = rng.normal(size=(150, 4))
-    model = MultiViewRKM(5, kernels=("rbf",), gammas=(0.2,)).fit([X])
+    model = MultiViewRKM(5, kernel=("rbf",), gamma=(0.2,)).fit([X])
     kpca = KernelPCA(5, gamma=0.2).fit(X)
     assert model.solver_ == "dual_eig"
     np.testing.assert_allclose(model.eigenvalues_, kpca.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(model.H_, kpca.H_, atol=1e-10)
     np.testing.assert_allclose(model.transform([X[:9] + 0.1]), kpca.transform(X[:9] + 0.1), atol=1e-10)
     # A Kernel object brings its own bandwidth.
-    other = MultiViewRKM(5, kernels=(RBF(gamma=0.2),)).fit([X])
+    other = MultiViewRKM(5, kernel=(RBF(gamma=0.2),)).fit([X])
     np.testing.assert_allclose(other.eigenvalues_, model.eigenvalues_, rtol=1e-12)
-    assert other.gammas_ == [0.2]
+    assert other.gamma_ == [0.2]
 
 
 def test_implicit_views_sum_their_centred_kernels(rng, circle_views):
     views, t_new, _ = circle_views
-    model = MultiViewRKM(6, kernels=("rbf", "laplacian"), gammas=(2.0, 0.5)).fit(views)
+    model = MultiViewRKM(6, kernel=("rbf", "laplacian"), gamma=(2.0, 0.5)).fit(views)
     n = views[0].shape[0]
     M = np.eye(n) - 1.0 / n
     d1 = (views[0] - views[0].T) ** 2
@@ -162,7 +163,7 @@ def test_implicit_views_sum_their_centred_kernels(rng, circle_views):
 def test_random_fourier_view_primal_equals_dual(circle_views):
     views, t_new, _ = circle_views
     rff = RandomFourierFeatures(40, gamma=2.0, random_state=0)
-    models = [MultiViewRKM(6, kernels=(rff, "linear"), solver=solver).fit(views) for solver in EIG_SOLVERS]
+    models = [MultiViewRKM(6, kernel=(rff, "linear"), solver=solver).fit(views) for solver in EIG_SOLVERS]
     primal, dual = models
     assert primal.view_dims_ == dual.view_dims_ == [40, 2]
     np.testing.assert_allclose(primal.eigenvalues_, dual.eigenvalues_, rtol=1e-10)
@@ -172,7 +173,7 @@ def test_random_fourier_view_primal_equals_dual(circle_views):
     # The circle from the angle (a linear pre-image) and, with as many components as the circle's view has
     # dimensions, the angle from the circle (smoother pre-image).
     assert _relative_error(primal.predict_view([new[0], None], 1), dual.predict_view([new[0], None], 1)) < 1e-8
-    primal, dual = (MultiViewRKM(2, kernels=(rff, "linear"), solver=solver).fit(views) for solver in EIG_SOLVERS)
+    primal, dual = (MultiViewRKM(2, kernel=(rff, "linear"), solver=solver).fit(views) for solver in EIG_SOLVERS)
     np.testing.assert_allclose(primal.predict_view([None, new[1]], 0), dual.predict_view([None, new[1]], 0), atol=1e-10)
     # The estimator clones the transformer it was given.
     assert not hasattr(rff, "random_weights_")
@@ -184,10 +185,28 @@ def test_a_callable_feature_map_primal_equals_dual(linear_views):
     def quadratic(X):
         return np.column_stack([X, X[:, :1] ** 2])
 
-    primal, dual = (MultiViewRKM(3, kernels=(quadratic, "linear"), solver=s).fit(views) for s in EIG_SOLVERS)
+    primal, dual = (MultiViewRKM(3, kernel=(quadratic, "linear"), solver=s).fit(views) for s in EIG_SOLVERS)
     assert primal.view_dims_ == [5, 3]
     np.testing.assert_allclose(primal.eigenvalues_, dual.eigenvalues_, rtol=1e-10)
     assert _relative_error(primal.transform(new), dual.transform(new)) < 1e-8
+
+
+def test_one_kernel_entry_serves_every_view(linear_views):
+    views, new = linear_views
+    single, double = MultiViewRKM(3, kernel="linear", solver="dual_eig").fit(views), _fit(views, "dual_eig", s=3)
+    np.testing.assert_array_equal(single.H_, double.H_)
+    np.testing.assert_array_equal(single.transform(new), double.transform(new))
+    # Without a sequence the views fix the number of views; a per-view gamma then needs one entry each.
+    three = MultiViewRKM(2, kernel="rbf", gamma=(0.1, 0.2, 0.3)).fit([*views, views[0][:, :1]])
+    assert three.n_views_ == 3 and three.gamma_ == [0.1, 0.2, 0.3]
+    assert MultiViewRKM(2, kernel="rbf", gamma=0.1).fit(views).gamma_ == [0.1, 0.1]
+
+
+def test_parameters_are_validated_as_scikit_learn_does():
+    model = MultiViewRKM(2)
+    assert model._validate_params() is None
+    with pytest.raises(ValueError, match=_invalid("stiefel_method")):
+        model.set_params(stiefel_method="newton")._validate_params()
 
 
 def test_auto_solver_follows_the_flowchart(rng):
@@ -195,7 +214,7 @@ def test_auto_solver_follows_the_flowchart(rng):
     tall = [rng.normal(size=(80, 5)), rng.normal(size=(80, 2))]
     assert _fit(wide, "auto").solver_ == "dual_eig"
     assert _fit(tall, "auto").solver_ == "primal_eig"
-    assert MultiViewRKM(3, kernels=("rbf", "linear")).fit(tall).solver_ == "dual_eig"
+    assert MultiViewRKM(3, kernel=("rbf", "linear")).fit(tall).solver_ == "dual_eig"
 
 
 # ---------------------------------------------------------------------------------------------- Stiefel
@@ -280,7 +299,7 @@ def test_without_rescaling_latents_shrink_by_the_square_roots_of_the_eigenvalues
 @pytest.mark.parametrize("preimage", ["smoother", "ridge"])
 def test_nonlinear_view_is_inferred_near_the_truth(circle_views, preimage):
     views, t_new, truth = circle_views
-    model = MultiViewRKM(8, kernels=("rbf", "rbf"), gammas=(2.0, 2.0), preimage=preimage).fit(views)
+    model = MultiViewRKM(8, kernel=("rbf", "rbf"), gamma=(2.0, 2.0), preimage=preimage).fit(views)
     assert model.preimages_ == [preimage, preimage]
     predicted = model.predict_view([t_new[:, None], None], missing=1)
     assert predicted.shape == truth.shape
@@ -295,7 +314,7 @@ def test_nonlinear_view_is_inferred_near_the_truth(circle_views, preimage):
 
 def test_linear_view_preimage_is_the_identity(circle_views):
     views, _, _ = circle_views
-    model = MultiViewRKM(6, kernels=("rbf", "linear"), gammas=(2.0, None), preimage="ridge").fit(views)
+    model = MultiViewRKM(6, kernel=("rbf", "linear"), gamma=(2.0, None), preimage="ridge").fit(views)
     assert model.preimages_ == ["ridge", "identity"]
 
 
@@ -320,39 +339,52 @@ def _views(rng, n=20):
 ])
 def test_bad_views(params, views, match):
     with pytest.raises(ValueError, match=match):
-        MultiViewRKM(1, kernels=("linear", "linear"), **params).fit(views)
+        MultiViewRKM(1, kernel=("linear", "linear"), **params).fit(views)
+
+
+def _invalid(name):
+    """The start of scikit-learn's InvalidParameterError message for parameter `name`."""
+    return rf"^The '{name}' parameter of MultiViewRKM must be"
 
 
 @pytest.mark.parametrize("params,match", [
-    (dict(n_components=0), "^n_components: must be a positive int"),
-    (dict(n_components=2.5), "^n_components: must be a positive int"),
-    (dict(n_components=True), "^n_components: must be a positive int"),
+    (dict(n_components=0), _invalid("n_components")),
+    (dict(n_components=2.5), _invalid("n_components")),
+    (dict(n_components=True), _invalid("n_components")),
     (dict(n_components=21, solver="dual_eig"), "^n_components: must be at most n_samples = 20"),
     (dict(n_components=6, solver="primal_eig"), "^n_components: must be at most the summed feature dimension d = 5"),
     (dict(n_components=6, solver="dual_eig"), r"^n_components: 6 components exceed the numerical rank \(5\)"),
-    (dict(kernels=()), "^kernels: must be a non-empty list"),
-    (dict(kernels="linear"), "^kernels: must be a non-empty list"),
-    (dict(kernels=("linear", "foo")), r"^kernels\[1\]: unknown kernel 'foo'"),
-    (dict(kernels=("linear", 3)), r"^kernels\[1\]: must be a kernel name"),
-    (dict(kernels=("rbf", "linear"), gammas=(-1.0, None)), r"^gammas\[0\]: must be a positive finite number"),
-    (dict(gammas=(1.0,)), "^gammas: must be None or a list or tuple with one entry per view"),
-    (dict(kernels=("rbf", "linear"), solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
-    (dict(kernels=("linear", "poly"), solver="primal_stiefel"), "^solver: 'primal_stiefel' needs explicit"),
-    (dict(solver="svd"), "^solver: must be one of"),
-    (dict(stiefel_method="adam"), "^stiefel_method: must be one of"),
-    (dict(preimage="fixed_point"), "^preimage: must be one of"),
-    (dict(rotate=1), "^rotate: must be True or False"),
-    (dict(rescale=None), "^rescale: must be True or False"),
-    (dict(max_iter=0), "^max_iter: must be a positive int"),
-    (dict(tol=-1.0), "^tol: must be a positive finite number"),
-    (dict(n_neighbors=0), "^n_neighbors: must be a positive int"),
-    (dict(preimage_alpha=0.0), "^preimage_alpha: must be a positive finite number"),
-    (dict(n_threads=0), "^n_threads: must be None"),
-    (dict(kernels=(lambda X: X[:, 0], "linear")), r"^kernels\[0\]: the feature map must return a 2-D array"),
-    (dict(kernels=(lambda X: X / 0.0, "linear")), r"^kernels\[0\]: the feature map returned NaN or infinity"),
+    (dict(kernel=()), "^kernel: must be one value or a non-empty list"),
+    (dict(kernel="foo"), _invalid("kernel")),
+    (dict(kernel=("linear", "foo")), r"^kernel\[1\]: unknown kernel 'foo'"),
+    (dict(kernel=("linear", 3)), r"^kernel\[1\]: must be a kernel name"),
+    (dict(kernel=("rbf", "linear"), gamma=(-1.0, None)), r"^gamma\[0\]: must be a positive finite number"),
+    (dict(kernel="rbf", gamma=-1.0), "^gamma: must be a positive finite number"),
+    (dict(kernel="poly", degree=(2, -1)), r"^degree\[1\]: must be a non-negative number"),
+    (dict(gamma="0.5"), _invalid("gamma")),
+    (dict(gamma=(1.0,)), r"^gamma: must be one value or a list or tuple with one entry per view \(2\)"),
+    (dict(kernel="linear", coef0=(1.0, 2.0, 3.0)), r"^coef0: must be one value or a list or tuple with one entry"),
+    (dict(kernel=("rbf", "linear"), solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
+    (dict(kernel=("linear", "poly"), solver="primal_stiefel"), "^solver: 'primal_stiefel' needs explicit"),
+    (dict(kernel="rbf", solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
+    (dict(solver="svd"), _invalid("solver")),
+    (dict(stiefel_method="adam"), _invalid("stiefel_method")),
+    (dict(preimage="fixed_point"), _invalid("preimage")),
+    (dict(rotate=1), _invalid("rotate")),
+    (dict(rescale=None), _invalid("rescale")),
+    (dict(max_iter=0), _invalid("max_iter")),
+    (dict(tol=-1.0), _invalid("tol")),
+    (dict(n_neighbors=0), _invalid("n_neighbors")),
+    (dict(preimage_alpha=0.0), _invalid("preimage_alpha")),
+    (dict(n_threads=0), _invalid("n_threads")),
+    (dict(random_state="seed"), _invalid("random_state")),
+    (dict(verbose=-1), _invalid("verbose")),
+    (dict(kernel=(lambda X: X[:, 0], "linear")), r"^kernel\[0\]: the feature map must return a 2-D array"),
+    (dict(kernel=(lambda X: X / 0.0, "linear")), r"^kernel\[0\]: the feature map returned NaN or infinity"),
+    (dict(kernel=lambda X: X / 0.0), r"^kernel: the feature map returned NaN or infinity"),
 ])
 def test_bad_parameters(rng, params, match):
-    params = {"n_components": 2, "kernels": ("linear", "linear"), **params}
+    params = {"n_components": 2, "kernel": ("linear", "linear"), **params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the division by zero of the failing feature map
         with pytest.raises(ValueError, match=match):
@@ -396,6 +428,13 @@ def test_a_failed_fit_leaves_the_model_unfitted(rng):
 
 
 def test_one_view_has_nothing_to_infer_from(rng):
-    model = MultiViewRKM(2, kernels=("linear",)).fit([rng.normal(size=(10, 3))])
+    model = MultiViewRKM(2, kernel=("linear",)).fit([rng.normal(size=(10, 3))])
     with pytest.raises(ValueError, match="^missing: a model of one view"):
         model.predict_view([None], 0)
+
+
+def test_progress_lines(rng, capsys):
+    MultiViewRKM(2, kernel="linear", solver="dual_eig", verbose=1).fit(_views(rng))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all(line.startswith("MultiViewRKM [") for line in lines)
+    assert "solver 'dual_eig'" in lines[0] and "fitted 2 components" in lines[-1]

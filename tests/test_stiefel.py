@@ -4,8 +4,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from rkm import stiefel
-from rkm.deep import _primal
+
+from rkm import deep, stiefel
+from rkm._utils import exceptions
 from rkm.reference import stiefel as reference
 
 N, P = 60, 5
@@ -175,8 +176,8 @@ def test_line_searches_treat_a_non_finite_trial_as_a_failed_one(method):
     assert result.success and abs(result.fun - f_star) <= 1e-8 * abs(f_star)
 
 
-def test_divergence_error_is_the_deep_primal_class():
-    assert stiefel.DivergenceError is _primal.DivergenceError
+def test_divergence_error_is_the_deep_rkms_class():
+    assert stiefel.DivergenceError is deep.DivergenceError is exceptions.DivergenceError
 
 
 @pytest.mark.parametrize("method", ENGINE_METHODS + ("penalty",))

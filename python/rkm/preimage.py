@@ -3,12 +3,14 @@
 These are shared by every model whose feature space is only known through a kernel.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from rkm.kernels import kernel_matrix
 
 
-def with_feature_mean(coefficients):
+def with_feature_mean(coefficients: np.ndarray) -> np.ndarray:
     """Coefficients of P phi(x) + m over the N training points, given those of the centred projection P phi(x).
 
     The centred projection is sum_i c_i (phi(x_i) - m) with m = (1/N) sum_i phi(x_i); adding m back gives the
@@ -17,7 +19,9 @@ def with_feature_mean(coefficients):
     return coefficients + (1.0 - coefficients.sum(axis=1, keepdims=True)) / coefficients.shape[1]
 
 
-def ridge_preimage_coefficients(Z, X, kernel, alpha, n_threads=None):
+def ridge_preimage_coefficients(
+    Z: np.ndarray, X: np.ndarray, kernel: tuple, alpha: float, n_threads: int | None = None
+) -> np.ndarray:
     """Dual coefficients A of the kernel ridge map z -> k(z, Z) A from points Z (n, q) to inputs X (n, d): the learned
     pre-image map of Bakir et al. (2004). kernel is a (name, gamma, degree, coef0) spec, alpha the ridge."""
     K = kernel_matrix(Z, None, *kernel, n_threads=n_threads).astype(np.float64)
@@ -25,7 +29,7 @@ def ridge_preimage_coefficients(Z, X, kernel, alpha, n_threads=None):
     return np.linalg.solve(K, X.astype(np.float64))
 
 
-def kernel_smoother(similarities, X_train, n_neighbors):
+def kernel_smoother(similarities: np.ndarray, X_train: np.ndarray, n_neighbors: int) -> np.ndarray:
     """Kernel-smoother pre-image (Gen-RKM eq. 8).
 
     Each pre-image is the weighted mean of its ``n_neighbors`` most similar training points. The
@@ -61,7 +65,15 @@ def kernel_smoother(similarities, X_train, n_neighbors):
     return np.einsum("pk,pkf->pf", weights, X_train[nearest])
 
 
-def gaussian_fixed_point(coefficients, X_train, gamma, X_start, max_iter=100, tol=1e-6, n_threads=None):
+def gaussian_fixed_point(
+    coefficients: np.ndarray,
+    X_train: np.ndarray,
+    gamma: float,
+    X_start: np.ndarray,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+    n_threads: int | None = None,
+) -> np.ndarray:
     """Fixed-point pre-image for the Gaussian kernel (Mika et al. 1999; Constr-DRKM, iteration after eq. 11).
 
     Minimises ||phi(x) - sum_i c_i phi(x_i)||^2 for k(x, y) = exp(-gamma ||x - y||^2) by iterating

@@ -68,9 +68,9 @@ import scipy.optimize
 from sklearn.utils import check_random_state
 
 from rkm import _core
+from rkm._utils.exceptions import DivergenceError
 from rkm._utils.threads import blas_threads
 from rkm._utils.validation import check_int, check_positive
-from rkm._utils.exceptions import DivergenceError
 
 __all__ = [
     "DivergenceError",
@@ -321,6 +321,18 @@ def minimize(fun_and_grad, H0, method="pg", tol=1e-6, max_iter=1000, *, options=
         When the objective becomes non-finite at an accepted iterate ("cayley_adam", "penalty"); ``.iterate``
         holds the last finite iterate (N x p), ``.fun`` its objective and ``.nit`` the iterations done.
         Line-search methods treat a non-finite trial as a failed trial and shrink the step instead.
+
+    Examples
+    --------
+    The two leading eigenvectors of A maximize Tr(H^T A H) on St(2, 4):
+
+    >>> import numpy as np
+    >>> from rkm import stiefel
+    >>> A = np.diag([3.0, 2.0, 1.0, 0.5])
+    >>> H0 = stiefel.random_point(4, 2, random_state=0)
+    >>> result = stiefel.minimize(lambda H: (-0.5 * np.trace(H.T @ A @ H), -A @ H), H0)
+    >>> round(result.fun, 6), result.success, bool(result.feasibility < 1e-12)
+    (-2.5, True, True)
     """
     start = time.perf_counter()
     if method not in METHODS:

@@ -121,3 +121,14 @@ def kernel_constraints(*, precomputed=True, per_level=False):
         "degree": [*NONNEGATIVE, *sequences],
         "coef0": [*FINITE, *sequences],
     }
+
+
+class _CountInterval(Interval):
+    """An integer interval that refuses booleans: scikit-learn's Interval(Integral, ...) takes True as 1."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+# A count (components, landmarks, a rank): a positive int, not a bool.
+COUNT = [_CountInterval(Integral, 1, None, closed="left")]

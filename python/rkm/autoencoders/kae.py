@@ -8,9 +8,10 @@ so with X^(0) = X, K_l = k_l(X^(l-1), X^(l-1)) and X^(l) = K_l Phi_l A_l the mod
     ||X - X^(L)||_F^2 / n + sum_l lambda_l ||f_l||^2,    ||f_l||^2 = Tr(Phi_l^T K_l Phi_l A_l)  (eq. 10),
 
 over the coefficient matrices Phi_l; by default the last layer is solved by kernel ridge regression inside every
-evaluation (``last_layer="ridge"``) and the optimizer moves the hidden layers. The loss and gradient come from the core (``rkm._core.kae_loss_and_grad``),
-by reverse mode (``gradient="adjoint"``, O(n^2 sum_l d_l)) or by the paper's Jacobian recursions of Appendix B
-(``gradient="jacobian"``, O(n^3 L^2 p^3)); :func:`rkm.reference.kae_loss_and_grad` is their NumPy twin.
+evaluation (``last_layer="ridge"``) and the optimizer moves the hidden layers. The objective and gradient come
+from the core (``rkm._core.kae_loss_and_grad``), by reverse mode (``gradient="adjoint"``, O(n^2 sum_l d_l)) or by
+the paper's Jacobian recursions of Appendix B (``gradient="jacobian"``, O(n^3 L^2 p^3));
+:func:`rkm.reference.kae_loss_and_grad` is their NumPy twin.
 
 K²AE (``kernel="precomputed"``, §2.5, §4.3, Algorithm 1): the input is a Gram matrix K_in of any data, the first
 layer uses K_1 = K_in and the last one maps back into the input's RKHS. That layer is the kernel ridge regression
@@ -19,23 +20,38 @@ is eq. 14 with N_L of eq. 54: Algorithm 1 with N_L refreshed after every step); 
 blocks alone (Appendix B.7).
 """
 
+from __future__ import annotations
+
 import numbers
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import linalg
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm._utils.threads import blas_threads, check_n_threads
-from rkm._utils.validation import check_choices, check_int, check_nonnegative
 from rkm._utils.exceptions import DivergenceError
 from rkm._utils.optimize import minimize_objective
-from rkm.kernels import Kernel, kernel_matrix, kernel_spec
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads
+from rkm._utils.validation import (
+    N_THREADS,
+    NONNEGATIVE,
+    PER_LEVEL,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    check_choices,
+    check_nonnegative,
+    kernel_constraints,
+)
+from rkm.kernels import _ALIASES, Kernel, kernel_matrix, kernel_spec
 
 __all__ = ["KernelAutoencoder"]
 
@@ -46,18 +62,21 @@ _BB_MEMORY = 10
 _MAX_BACKTRACKS = 60
 # L-BFGS iterations spent on one layer in each sweep of layer-wise updates.
 _LAYERWISE_INNER = 5
+# Appended to the error of a diverging L-BFGS run (the fit turns it into a ConvergenceWarning).
+_DIVERGENCE_ADVICE = ("use a larger lam or a smaller gamma (the kernels' arguments grow with the codes), or scale "
+                      "the data down")
 
 
 # --------------------------------------------------------------------------------------------------------------
 # argument checks
 # --------------------------------------------------------------------------------------------------------------
 
-def _hidden_sizes(hidden_sizes):
-    valid = isinstance(hidden_sizes, (tuple, list)) and len(hidden_sizes) > 0 and all(
-        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in hidden_sizes)
+def _hidden_layer_sizes(sizes):
+    valid = isinstance(sizes, (tuple, list)) and len(sizes) > 0 and all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sizes)
     if not valid:
-        raise ValueError(f"hidden_sizes: must be a non-empty sequence of positive ints, got {hidden_sizes!r}")
-    return tuple(int(s) for s in hidden_sizes)
+        raise ValueError(f"hidden_layer_sizes: must be a non-empty sequence of positive ints, got {sizes!r}")
+    return tuple(int(s) for s in sizes)
 
 
 def _per_layer(value, name, n_layers):
@@ -193,7 +212,7 @@ class _Setup:
     sizes: list
     specs: list
     operators: list
-    penalties: list
+    lam: list
     precomputed: bool
     solved: bool
     n_threads: object = None
@@ -214,7 +233,7 @@ class _Setup:
         with blas_threads(1):
             return _core.kae_loss_and_grad(self.core_input, coefficients, kernels,
                                            self.operators[:self.n_optimized],
-                                           self.penalties, self.solved, gradient, self.n_threads, self.output_gram)
+                                           self.lam, self.solved, gradient, self.n_threads, self.output_gram)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -226,44 +245,53 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    hidden_sizes : sequence of int, default=(1,)
-        Sizes d_1, ..., d_{L-1} of the hidden layers; L = len(hidden_sizes) + 1 layers (the last one maps back to
-        the input space).
-    kernel : str, Kernel or sequence of L of them, default="rbf"
-        Scalar kernel of each layer: "rbf", "poly", "linear" or an :class:`rkm.kernels.Kernel` of these kinds.
-        "precomputed" (alone, or as the first entry) makes a K²AE: `X` is then the Gram matrix K_in of the
-        training data and the later layers default to "rbf".
-    gamma : float, None or sequence of L, default=None
-        Kernel parameter per layer. None: 1 / (d_0 Var(X)) for layer 1, 1 / d_{l-1} for later layers (the
-        initialization gives every hidden layer unit variance).
-    degree, coef0 : float, default=3, 1.0
-        Parameters of "poly" layers (the degree must be a non-negative integer: codes take both signs).
-    operators : None or sequence of arrays/None
+    hidden_layer_sizes : list or tuple of int, default=(1,)
+        Sizes d_1, ..., d_{L-1} of the hidden layers; L = len(hidden_layer_sizes) + 1 layers (the last one maps
+        back to the input space).
+    kernel : str, Kernel, or a list or tuple of L of them, default="rbf"
+        Scalar kernel of every layer, or one per layer: "rbf", "poly", "linear" or an :class:`rkm.kernels.Kernel`
+        of these kinds. "precomputed" (alone, or as the first entry) makes a K²AE: `X` is then the Gram matrix
+        K_in of the training data and the later layers default to "rbf".
+    gamma : float, None, or a list or tuple of L of them, default=None
+        Kernel parameter of every layer, or one per layer. None: 1 / (d_0 Var(X)) for layer 1, 1 / d_{l-1} for
+        later layers (the initialization gives every hidden layer unit variance), rather than the 1 / n_features
+        of the other models, which would ignore the scale of the data that the first layer sees.
+    degree : float or a list or tuple of L of them, default=3
+        Degree of "poly" layers, one for all or one per layer (a non-negative integer: codes take both signs).
+    coef0 : float or a list or tuple of L of them, default=1.0
+        Constant of "poly" layers, one for all or one per layer.
+    operators : list or tuple of (array or None), or None, default=None
         The PSD matrices A_l of the decomposable operator-valued kernels k_l(x, x') A_l, one per layer with
-        coefficients (L for KAE, L - 1 for K²AE, whose last layer uses the identity); None entries are identities.
-    penalties : float or sequence of L, default=1e-3
-        lambda_l >= 0 of eq. 4; lambda_L is the ridge penalty of the last layer when it is solved.
+        coefficients (L for KAE, L - 1 for K²AE, whose last layer uses the identity); None (or None entries):
+        identities.
+    lam : float or a list or tuple of L of them, default=1e-3
+        lambda_l >= 0 of eq. 4, one for all layers or one per layer; lambda_L is the ridge penalty of the last
+        layer when it is solved. Smaller than the LS-SVM's default of 1: each lambda_l weighs a layer's RKHS norm
+        against the mean squared reconstruction error per sample, and the paper's experiments use 1e-4 to 1e-2.
     last_layer : {"ridge", "gradient"}, default="ridge"
         "ridge": the last layer (A_L = identity) is the kernel ridge regression of eq. 13 onto X, solved inside
         every evaluation, and the optimizer moves the hidden layers only (Algorithm 1's scheme, which K²AE always
         uses; its gradient is eq. 14). "gradient": Phi_L is learned with the others (§4.2), as the paper does for
         finite-dimensional outputs. Eliminating Phi_L makes the problem much better conditioned: on 300 points of
-        three circles (gamma (2, 4), penalties 1e-3, seed 0) 300 L-BFGS iterations take the loss from 0.2423 to
+        three circles (gamma (2, 4), lam 1e-3, seed 0) 300 L-BFGS iterations take the objective from 0.2423 to
         0.1165 with "ridge" and to 0.2383 with "gradient" from the same start.
     gradient : {"adjoint", "jacobian"}, default="adjoint"
         Reverse-mode gradient, or the paper's Jacobian recursions (the same values, O(n^3) slower: for checks).
     solver : {"lbfgs", "gd"}, default="lbfgs"
-        scipy's L-BFGS-B, or gradient descent with the steps of `step`.
+        scipy's L-BFGS-B, or gradient descent with the steps of `step`. The model has no "auto": L-BFGS is the
+        better choice wherever the objective is smooth, gradient descent the paper's reference.
     step : {"armijo", "bb"}, default="armijo"
         Gradient-descent steps: Armijo backtracking, or Barzilai-Borwein with a non-monotone safeguard.
     update : {"joint", "layerwise"}, default="joint"
         Update all coefficients together, or sweep over the layers one at a time (Algorithm 1's inner loop).
         Layer-wise, one iteration is a sweep: one gradient step per layer ("gd") or a few L-BFGS iterations.
     max_iter : int, default=200
-        Most iterations (sweeps when layer-wise).
+        Most iterations (sweeps when layer-wise). Not None, unlike the models whose solver picks a budget: the
+        fit always stops by its own rule (`tol`) or at this count.
     tol : float, default=1e-7
-        Early stopping: the fit ends when the relative decrease of the loss (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|)
-        stayed below tol for `n_iter_no_change` consecutive iterations (sweeps), whatever the solver.
+        Early stopping: the fit ends when the relative decrease of the objective
+        (f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|) stayed below tol for `n_iter_no_change` consecutive iterations
+        (sweeps), whatever the solver; 0 stops only at max_iter or when no step decreases the objective.
     n_iter_no_change : int, default=10
         See `tol`.
     init : {"random", "kpca"}, default="random"
@@ -272,11 +300,12 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         layer starts at the kernel ridge regression of X on the previous layer's codes.
     code_layer : int or None, default=None
         The hidden layer (1..L-1) that :meth:`transform` returns; None: the smallest one (the first on ties).
-    random_state : int, RandomState or None
-    n_threads : int or None
-        Threads of the core (None: OpenMP's default).
+    random_state : int, RandomState or None, default=None
+        Seeds the random starting coefficients.
+    n_threads : int or None, default=None
+        Threads of the core (None: OpenMP's default; -1: all cores).
     verbose : int, default=0
-        > 0 prints the loss at every iteration.
+        1 prints the fit's stages, 2 also the objective at every iteration (sweep).
 
     Attributes
     ----------
@@ -285,29 +314,91 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         layer is given by `ridge_inverse_`).
     representations_ : list
         The training codes X^(0), ..., X^(L-1) (X^(0) is None for K²AE): the supports of the layers.
-    loss_, terms_ : float, ndarray
-        Final loss and its terms [distortion, ||f_1||^2, ..., ||f_L||^2].
-    loss_curve_ : list of float
-        The loss at the start and after every iteration.
+    objective_ : float
+        The final objective of eq. 4 (eq. 5 for K²AE).
+    terms_ : ndarray of shape (L + 1,)
+        Its terms [distortion, ||f_1||^2, ..., ||f_L||^2].
+    objective_history_ : list of float
+        The objective at the start and after every iteration (sweep).
     n_iter_ : int
+        Iterations (sweeps) run.
     gamma_ : tuple
         The kernel parameter of each layer (None for linear layers and K²AE's first layer).
+    lam_ : list of float
+        lambda_l of each layer.
+    hidden_layer_sizes_ : tuple of int
+        d_1, ..., d_{L-1}.
     code_layer_, n_layers_, n_features_in_ : int
     ridge_inverse_, ridge_gram_ : ndarray (K²AE only)
         (K_L + n lambda_L I)^-1 (the pseudo-inverse of K_L when lambda_L = 0) and N_L of eq. 54.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import KernelAutoencoder
+    >>> X = np.random.default_rng(0).standard_normal((40, 2))
+    >>> model = KernelAutoencoder((1,), tol=1e-3, random_state=0).fit(X)
+    >>> model.transform(X).shape, model.inverse_transform(model.transform(X)).shape
+    ((40, 1), (40, 2))
     """
 
-    def __init__(self, hidden_sizes=(1,), kernel="rbf", gamma=None, degree=3, coef0=1.0, operators=None,
-                 penalties=1e-3, last_layer="ridge", gradient="adjoint", solver="lbfgs", step="armijo", update="joint", max_iter=200,
-                 tol=1e-7, n_iter_no_change=10, init="random", code_layer=None, random_state=None, n_threads=None,
-                 verbose=0):
-        self.hidden_sizes = hidden_sizes
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": PER_LEVEL,
+        **kernel_constraints(precomputed=True, per_level=True),
+        # The layer kernels: those of LAYER_KERNELS by name, "precomputed" for K²AE's first layer.
+        "kernel": [
+            StrOptions({*LAYER_KERNELS, *(a for a, name in _ALIASES.items() if name in LAYER_KERNELS), "precomputed"}),
+            Kernel,
+            *PER_LEVEL,
+        ],
+        "operators": [None, *PER_LEVEL],
+        "lam": [*NONNEGATIVE, *PER_LEVEL],
+        "last_layer": [StrOptions({"ridge", "gradient"})],
+        "gradient": [StrOptions({"adjoint", "jacobian"})],
+        "solver": [StrOptions({"lbfgs", "gd"})],
+        "step": [StrOptions({"armijo", "bb"})],
+        "update": [StrOptions({"joint", "layerwise"})],
+        "max_iter": POSITIVE_INT,
+        "tol": NONNEGATIVE,
+        "n_iter_no_change": POSITIVE_INT,
+        "init": [StrOptions({"random", "kpca"})],
+        "code_layer": [None, *POSITIVE_INT],
+        "random_state": RANDOM_STATE,
+        "n_threads": N_THREADS,
+        "verbose": VERBOSE,
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes: list | tuple = (1,),
+        *,
+        kernel="rbf",
+        gamma: float | None | list | tuple = None,
+        degree: float | list | tuple = 3,
+        coef0: float | list | tuple = 1.0,
+        operators: list | tuple | None = None,
+        lam: float | list | tuple = 1e-3,
+        last_layer: str = "ridge",
+        gradient: str = "adjoint",
+        solver: str = "lbfgs",
+        step: str = "armijo",
+        update: str = "joint",
+        max_iter: int = 200,
+        tol: float = 1e-7,
+        n_iter_no_change: int = 10,
+        init: str = "random",
+        code_layer: int | None = None,
+        random_state=None,
+        n_threads: int | None = None,
+        verbose: int = 0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
         self.operators = operators
-        self.penalties = penalties
+        self.lam = lam
         self.last_layer = last_layer
         self.gradient = gradient
         self.solver = solver
@@ -324,16 +415,6 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
 
     # ---- configuration -------------------------------------------------------------------------------------
 
-    def _check_options(self):
-        check_choices([("gradient", self.gradient, ("adjoint", "jacobian")), ("solver", self.solver, ("lbfgs", "gd")),
-                       ("step", self.step, ("armijo", "bb")), ("update", self.update, ("joint", "layerwise")),
-                       ("init", self.init, ("random", "kpca")), ("last_layer", self.last_layer, ("ridge", "gradient"))])
-        check_int(self.max_iter, "max_iter")
-        check_nonnegative(self.tol, "tol")
-        check_int(self.n_iter_no_change, "n_iter_no_change")
-        check_int(self.verbose, "verbose", low=0)
-        check_n_threads(self.n_threads)
-
     def _layer_kernels(self, X, sizes, precomputed):
         """(name, gamma, degree, coef0) per layer; the first is ("precomputed", None, None, None) for K²AE."""
         n_layers = len(sizes) - 1
@@ -341,8 +422,10 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         if precomputed and not isinstance(self.kernel, (list, tuple)):
             kernels = ["precomputed"] + ["rbf"] * (n_layers - 1)
         gammas = _per_layer(self.gamma, "gamma", n_layers)
+        degrees = _per_layer(self.degree, "degree", n_layers)
+        coef0s = _per_layer(self.coef0, "coef0", n_layers)
         specs = []
-        for layer, (kernel, gamma) in enumerate(zip(kernels, gammas)):
+        for layer, (kernel, gamma, degree, coef0) in enumerate(zip(kernels, gammas, degrees, coef0s)):
             if layer == 0 and precomputed:
                 specs.append(("precomputed", None, None, None))
                 continue
@@ -352,7 +435,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
                 variance = float(X.var()) if layer == 0 else 1.0
                 gamma = 1.0 / (sizes[layer] * (variance if variance > 0 else 1.0))
             try:
-                specs.append(kernel_spec(kernel, gamma, self.degree, self.coef0, sizes[layer], allowed=LAYER_KERNELS))
+                specs.append(kernel_spec(kernel, gamma, degree, coef0, sizes[layer], allowed=LAYER_KERNELS))
             except ValueError as error:
                 raise ValueError(f"{error} (layer {layer + 1})") from None
             name, _, degree, _ = specs[-1]
@@ -360,36 +443,44 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
                 raise ValueError(f"degree: must be a non-negative integer for a poly layer, got {degree!r}")
         return specs
 
-    def _configuration(self, X):
-        """Validated data and resolved layer settings, as a _Setup."""
-        self._check_options()
-        hidden = _hidden_sizes(self.hidden_sizes)
+    def _check_params_vs_input(self, X):
+        """The rules that need the data or tie parameters together, and the layer settings they resolve.
+
+        Checks the entries of the per-layer sequences (hidden_layer_sizes; kernel, gamma, degree, coef0, lam: one
+        value or one per layer), the operators' shapes (from X's width) and PSD-ness, the last layer that ridge
+        regression can solve, and code_layer against the hidden layers. X is the validated data (or K_in).
+
+        Returns
+        -------
+        _Setup
+        """
+        hidden = _hidden_layer_sizes(self.hidden_layer_sizes)
         precomputed = _is_precomputed(self.kernel)
-        X = _inputs(X, precomputed)
         # sizes[l] is d_l; K²AE's input and output live in an RKHS and have no size (None).
         sizes = [None if precomputed else X.shape[1], *hidden, None if precomputed else X.shape[1]]
         n_layers = len(hidden) + 1
         specs = self._layer_kernels(X, sizes, precomputed)
         n_coefficients = n_layers - precomputed
         operators = [None] * n_coefficients if self.operators is None else self.operators
-        if not isinstance(operators, (list, tuple)) or len(operators) != n_coefficients:
+        if len(operators) != n_coefficients:
             raise ValueError(f"operators: must be None or a list of {n_coefficients} arrays or None (one per layer "
                              f"with coefficients), got {self.operators!r:.80}")
         operators = [_operator(A, sizes[layer + 1], layer) for layer, A in enumerate(operators)]
-        penalties = [check_nonnegative(p, "penalties") for p in _per_layer(self.penalties, "penalties", n_layers)]
+        lam = [check_nonnegative(value, "lam") for value in _per_layer(self.lam, "lam", n_layers)]
         solved = precomputed or self.last_layer == "ridge"
-        if solved and penalties[-1] == 0 and specs[-1][0] == "rbf":
+        if solved and lam[-1] == 0 and specs[-1][0] == "rbf":
             # An rbf K_L has full rank: without a penalty the regression reproduces every training point.
-            raise ValueError("penalties: a last layer solved by ridge regression needs lambda_L > 0 with an rbf "
-                             "kernel")
+            raise ValueError("lam: a last layer solved by ridge regression needs lambda_L > 0 with an rbf kernel")
         if solved and not precomputed and operators[-1] is not None:
             raise ValueError("operators: the last layer solved by ridge regression uses A_L = identity; set "
                              "last_layer='gradient' to learn it with a PSD A_L")
-        if self.code_layer is not None:
-            check_int(self.code_layer, "code_layer")
-            if self.code_layer > len(hidden):
-                raise ValueError(f"code_layer: must be a hidden layer, 1..{len(hidden)}, got {self.code_layer}")
-        return _Setup(X, sizes, specs, operators, penalties, precomputed, solved, n_threads=self.n_threads)
+        if self.code_layer is not None and self.code_layer > len(hidden):
+            raise ValueError(f"code_layer: must be a hidden layer, 1..{len(hidden)}, got {self.code_layer}")
+        return _Setup(X, sizes, specs, operators, lam, precomputed, solved, n_threads=self.n_threads)
+
+    def _configuration(self, X):
+        """Validated data and resolved layer settings, as a _Setup (the parameters' own checks done before)."""
+        return self._check_params_vs_input(_inputs(X, _is_precomputed(self.kernel)))
 
     # ---- initialization ------------------------------------------------------------------------------------
 
@@ -419,7 +510,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             coefficients.append(Phi / scale)
             codes = new_codes / scale
         if not setup.solved:
-            coefficients.append(self._ridge_last_layer(X, codes, specs[-1], setup.penalties[-1], operators[-1]))
+            coefficients.append(self._ridge_last_layer(X, codes, specs[-1], setup.lam[-1], operators[-1]))
         return coefficients
 
     def _ridge_last_layer(self, X, codes, spec, penalty, A=None):
@@ -434,13 +525,14 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
     # ---- optimization --------------------------------------------------------------------------------------
 
     def _minimize(self, objective, theta0, blocks):
-        """Minimize objective(theta) -> (f, grad) from theta0; returns (theta, loss curve, n_iter, converged).
+        """Minimize objective(theta) -> (f, grad) from theta0; returns (theta, objective history, n_iter,
+        converged).
 
         The result is the best point evaluated: non-monotone steps and a diverging run cannot lose it."""
         tracked = _Tracked(objective)
         curve = [tracked(theta0)[0]]
         if not np.isfinite(curve[0]):
-            raise ValueError("X: the loss is not finite at the starting point; check the kernels' parameters")
+            raise ValueError("X: the objective is not finite at the starting point; check the kernels' parameters")
         try:
             if self.update == "joint" and self.solver == "lbfgs":
                 result = self._lbfgs(tracked, theta0, self.max_iter, stop=self._stop_rule)
@@ -451,9 +543,9 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             else:
                 n_iter, converged = self._sweeps(tracked, theta0, curve, blocks)
         except DivergenceError as error:
-            warnings.warn(f"KernelAutoencoder: the optimizer diverged ({error}); the best iterate (loss "
-                          f"{tracked.best_f:.6g}) is kept. Use larger penalties or smaller gammas.",
-                          ConvergenceWarning, stacklevel=3)
+            # stacklevel: the user's call of fit, through _fit_context's wrapper.
+            warnings.warn(f"KernelAutoencoder: the optimizer diverged ({error}); the best iterate (objective "
+                          f"{tracked.best_f:.6g}) is kept", ConvergenceWarning, stacklevel=4)
             n_iter, converged = len(curve) - 1, False
         return tracked.best_theta, [float(f) for f in curve], n_iter, converged
 
@@ -461,14 +553,14 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         return _stalled(curve, self.tol, self.n_iter_no_change)
 
     def _lbfgs(self, fun, theta0, max_iter, stop=None):
-        # scipy's own relative-decrease test divides by max(|f|, 1), an absolute test for losses below 1:
+        def watch(history):  # a progress line per iteration; then the caller's stopping rule, if any
+            self._progress(f"L-BFGS iteration {len(history) - 1:4d}  objective {history[-1]: .10e}", level=2)
+            return stop is not None and stop(history)
+
+        # scipy's own relative-decrease test divides by max(|f|, 1), an absolute test for objectives below 1:
         # it is switched off (ftol = eps) in favour of _stalled's.
-        result = minimize_objective(fun, theta0, n_eigen=0, max_iter=max_iter, tol=1e-12,
-                                    ftol=np.finfo(np.float64).eps, stop=stop, verbose=0)
-        if self.verbose:
-            for index, f in enumerate(result.history[1:], start=1):
-                print(f"L-BFGS iteration {index:4d}  loss {f: .10e}", flush=True)
-        return result
+        return minimize_objective(fun, theta0, n_eigen=0, max_iter=max_iter, tol=1e-12,
+                                  ftol=np.finfo(np.float64).eps, stop=watch, verbose=0, advice=_DIVERGENCE_ADVICE)
 
     def _descent(self, tracked, theta0, curve, blocks):
         """Gradient descent, on all variables (one block) or block by block (layer-wise sweeps)."""
@@ -490,8 +582,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
                     f, grad = tracked(theta)
                 moved |= accepted
             curve.append(float(f))
-            if self.verbose:
-                print(f"gradient descent iteration {iteration:4d}  loss {f: .10e}", flush=True)
+            self._progress(f"gradient descent iteration {iteration:4d}  objective {f: .10e}", level=2)
             if not moved or self._stop_rule(curve):
                 return iteration, True
         return self.max_iter, False
@@ -510,16 +601,30 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
 
                 theta[block] = self._lbfgs(restricted, theta[block], _LAYERWISE_INNER).theta
             curve.append(float(tracked(theta)[0]))
-            if self.verbose:
-                print(f"layer-wise sweep {sweep:4d}  loss {curve[-1]: .10e}", flush=True)
+            self._progress(f"layer-wise sweep {sweep:4d}  objective {curve[-1]: .10e}", level=2)
             if self._stop_rule(curve):
                 return sweep, True
         return self.max_iter, False
 
     # ---- fit -----------------------------------------------------------------------------------------------
 
-    def fit(self, X, y=None):
-        """Fit the autoencoder to X (n_samples, n_features), or to the Gram matrix K_in (n, n) for K²AE."""
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: ArrayLike, y: None = None) -> KernelAutoencoder:
+        """Fit the autoencoder to X, or to the Gram matrix K_in for K²AE.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for K²AE
+            Training data, or K_in (square, symmetric, positive semidefinite) with ``kernel="precomputed"``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : KernelAutoencoder
+            The fitted autoencoder.
+        """
+        self._progress = Progress(type(self).__name__, self.verbose)
         setup = self._configuration(X)
         validate_data(self, setup.X, dtype=np.float64, order="C", ensure_min_samples=2)  # sets n_features_in_
         coefficients = self._initial_coefficients(setup)
@@ -535,30 +640,33 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             return loss, np.concatenate([g.ravel() for g in grads])
 
         theta0 = np.concatenate([P.ravel() for P in coefficients])
+        self._progress(f"{setup.X.shape[0]} samples, {len(setup.sizes) - 1} layers ({setup.n_optimized} optimized): "
+                       f"{self.solver} with {self.update} updates from a {self.init} start")
         theta, curve, n_iter, converged = self._minimize(objective, theta0, blocks)
         if not converged and n_iter >= self.max_iter:
             warnings.warn(f"KernelAutoencoder: stopped after max_iter = {self.max_iter} iterations before the "
-                          f"relative decrease fell below tol = {self.tol}", ConvergenceWarning, stacklevel=2)
+                          f"relative decrease fell below tol = {self.tol}", ConvergenceWarning, stacklevel=3)
         self._store(setup, unpack(theta))
-        self.loss_curve_, self.n_iter_ = curve, int(n_iter)
+        self.objective_history_, self.n_iter_ = curve, int(n_iter)
+        self._progress(f"stopped after {self.n_iter_} iterations: objective {curve[0]:.6g} -> {self.objective_:.6g}")
         return self
 
     def _store(self, setup, coefficients):
-        self.loss_, _, self.terms_ = setup.evaluate(coefficients, "adjoint")
-        self.kernels_, self.operators_, self.penalties_ = setup.specs, setup.operators, setup.penalties
+        self.objective_, _, self.terms_ = setup.evaluate(coefficients, "adjoint")
+        self.kernels_, self.operators_, self.lam_ = setup.specs, setup.operators, setup.lam
         self.gamma_ = tuple(spec[1] for spec in setup.specs)
         self.n_layers_ = len(setup.sizes) - 1
-        self.hidden_sizes_ = tuple(setup.sizes[1:-1])
-        self.code_layer_ = self.code_layer or 1 + int(np.argmin(self.hidden_sizes_))
+        self.hidden_layer_sizes_ = tuple(setup.sizes[1:-1])
+        self.code_layer_ = self.code_layer or 1 + int(np.argmin(self.hidden_layer_sizes_))
         self.coefficients_ = list(coefficients)
         self.representations_ = self._forward_training(setup.X, setup.precomputed)
         if setup.precomputed:
             K_L = self._gram(self.representations_[-1], setup.specs[-1])
-            self.ridge_inverse_ = self._ridge_inverse(K_L, setup.penalties[-1])
+            self.ridge_inverse_ = self._ridge_inverse(K_L, setup.lam[-1])
             self.ridge_gram_ = self.ridge_inverse_ @ setup.X @ self.ridge_inverse_
         elif setup.solved:
             self.coefficients_.append(self._ridge_last_layer(setup.X, self.representations_[-1], setup.specs[-1],
-                                                             setup.penalties[-1]))
+                                                             setup.lam[-1]))
 
     def _forward_training(self, X, precomputed):
         reps = [None if precomputed else X]
@@ -601,17 +709,17 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             Z = self._layer(layer, Z)
         return Z
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Codes of layer `code_layer_` for X (n, n_features), or for K²AE the kernel block k(X, X_train)."""
         return self._encode(self._check_new(X), self.code_layer_)
 
-    def inverse_transform(self, Z):
+    def inverse_transform(self, Z: ArrayLike) -> np.ndarray:
         """Decode codes of layer `code_layer_` back to the input space (KAE only)."""
         check_is_fitted(self, "coefficients_")
         if self._precomputed:
             raise ValueError("Z: a K²AE decodes into the input's RKHS, which has no explicit coordinates; use "
                              "reconstruction_error or score")
-        size = self.hidden_sizes_[self.code_layer_ - 1]
+        size = self.hidden_layer_sizes_[self.code_layer_ - 1]
         Z = np.asarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[1] != size or not np.all(np.isfinite(Z)):
             raise ValueError(f"Z: must be a finite 2-D array with {size} columns (the code layer's size), got "
@@ -620,11 +728,11 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             Z = self._layer(layer, Z)
         return Z
 
-    def reconstruct(self, X):
+    def reconstruct(self, X: ArrayLike) -> np.ndarray:
         """X passed through all layers (KAE only)."""
         return self.inverse_transform(self.transform(X))
 
-    def reconstruction_error(self, X, diag=None):
+    def reconstruction_error(self, X: ArrayLike, diag: ArrayLike | None = None) -> np.ndarray:
         """Squared reconstruction error of each sample.
 
         For K²AE, X is the kernel block k(X_test, X_train) and `diag` the test points' k(x, x) (Appendix B.7:
@@ -643,7 +751,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             - 2.0 * np.einsum("ij,ij->i", k_L @ self.ridge_inverse_, X)
         return np.maximum(errors, 0.0)
 
-    def score(self, X, y=None, diag=None):
+    def score(self, X: ArrayLike, y: None = None, diag: ArrayLike | None = None) -> float:
         """Negative mean squared reconstruction error (higher is better)."""
         return -float(np.mean(self.reconstruction_error(X, diag)))
 
@@ -652,14 +760,15 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         tags.input_tags.pairwise = _is_precomputed(self.kernel)
         return tags
 
-    def loss_and_grad(self, X, coefficients=None, gradient=None):
-        """The training loss (eq. 4, or eq. 5 for K²AE) and its gradient with respect to the coefficients.
+    def loss_and_grad(self, X: ArrayLike, coefficients: list | None = None,
+                      gradient: str | None = None) -> tuple[float, list]:
+        """The training objective (eq. 4, or eq. 5 for K²AE) and its gradient with respect to the coefficients.
 
         Parameters
         ----------
         X : array-like
-            Training data (or K_in); the settings (kernels, gammas, operators, penalties) are resolved from it as
-            :meth:`fit` does.
+            Training data (or K_in); the settings (kernels, gammas, operators, lam) are checked and resolved from
+            it as :meth:`fit` does.
         coefficients : list of arrays or None
             The optimized Phi_l: all L with ``last_layer="gradient"``, the L - 1 hidden ones when the last layer
             is solved (the loss is then minimized over Phi_L, and the gradient is that of this reduced loss).
@@ -670,8 +779,10 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         Returns
         -------
         loss : float
+            The objective.
         grads : list of ndarray shaped like `coefficients`
         """
+        self._validate_params()
         setup = self._configuration(X)
         if coefficients is None:
             check_is_fitted(self, "coefficients_")

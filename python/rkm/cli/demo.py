@@ -348,7 +348,7 @@ def _deep_step(settings):
     basic = LSSVMRegressor(gamma=gamma, lam=DEEP_LAM, n_threads=settings.n_threads).fit(data.data, data.target)
     mse = {"basic": float(np.mean((basic.predict(data.data_test) - data.target_test) ** 2))}
     for name, components in (("deep", (1, 1)), ("deep_7_2", (7, 2))):
-        model = DeepRKM(n_components=components, gamma=gamma, lam=DEEP_LAM, etas=DEEP_ETAS, n_passes=10,
+        model = DeepRKM(n_components=components, gamma=gamma, lam=DEEP_LAM, eta=DEEP_ETAS, n_passes=10,
                         n_threads=settings.n_threads)
         with warnings.catch_warnings():
             # Reported below: the level-wise iteration may alternate between two states at this coupling.
@@ -357,7 +357,7 @@ def _deep_step(settings):
         mse[name] = float(np.mean((model.predict(data.data_test) - data.target_test) ** 2))
         _say(f"  Deep ({components[0]}+{components[1]}), 10 passes: test MSE {mse[name]:.4f} ({seconds:.3f} s); "
              f"change of the hidden features in the last pass {model.pass_changes_[-1]:.1e}")
-    weak = DeepRKM(gamma=gamma, lam=DEEP_LAM, etas=(1.0, 1e12, 1e12), n_threads=settings.n_threads)
+    weak = DeepRKM(gamma=gamma, lam=DEEP_LAM, eta=(1.0, 1e12, 1e12), n_threads=settings.n_threads)
     weak.fit(data.data, data.target)
     scale = np.abs(basic.predict(data.data_test)).max()
     difference = float(np.abs(weak.predict(data.data_test) - basic.predict(data.data_test)).max() / scale)
@@ -375,7 +375,7 @@ def _constr_drkm_step(settings):
     _say(f"  {shapes.description}; rbf sigma = {CONSTR_SIGMA} (gamma = {gamma:.3f}) at level 1, gamma = {gamma2:g} "
          "at level 2")
     kpca = KernelPCA(3, gamma=gamma, preimage="fixed_point", n_threads=settings.n_threads)
-    deep = ConstrainedDeepRKM((2, 1), gamma=(gamma, gamma2), init="levelwise", solver="cayley_bb",
+    deep = ConstrainedDeepRKM((2, 1), gamma=(gamma, gamma2), init="levelwise", stiefel_method="cayley_bb",
                               max_iter=CONSTR_MAX_ITER, tol=1e-6, n_threads=settings.n_threads)
     errors = {"noisy": _distance_to_curve(shapes.data, shapes.clean)}
     denoised, seconds = {}, {}
@@ -408,8 +408,8 @@ def _disentanglement_step(settings):
     X_train, X_eval = train.reshape(SPRITES_TRAIN, -1), evaluation.reshape(SPRITES_EVAL, -1)
     labels = sprites_factor_indices(factors)
     models = {
-        "Constr-DRKM (10, 5)": ConstrainedDeepRKM((10, 5), solver="penalty", max_iter=10**6,
-                                                  solver_options=SPRITES_PENALTY, random_state=settings.seed,
+        "Constr-DRKM (10, 5)": ConstrainedDeepRKM((10, 5), stiefel_method="penalty", max_iter=10**6,
+                                                  stiefel_options=SPRITES_PENALTY, random_state=settings.seed,
                                                   n_threads=settings.n_threads),
         "kernel PCA (10)": KernelPCA(10, n_threads=settings.n_threads),
     }
@@ -430,7 +430,7 @@ def _forecast_step(settings):
     train, truth = series[:FORECAST_TRAIN], series[FORECAST_TRAIN:]
     forecasts, errors = {}, {}
     for solver in ("primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"):
-        model = RKMForecaster(FORECAST_LAG, 4, kernel="linear", solver=solver, random_state=settings.seed,
+        model = RKMForecaster(FORECAST_LAG, n_components=4, kernel="linear", solver=solver, random_state=settings.seed,
                               n_threads=settings.n_threads)
         forecasts[solver] = model.fit(train).predict(FORECAST_STEPS)
         errors[solver] = float(np.mean((forecasts[solver] - truth) ** 2))
@@ -445,7 +445,7 @@ def _kae_step(settings):
     """A 2-1-2 kernel autoencoder on three noisy concentric circles against the best linear one (PCA)."""
     circles = make_concentric_circles(KAE_SAMPLES, random_state=settings.seed)
     X = circles.data
-    model = KernelAutoencoder((1,), gamma=KAE_GAMMAS, penalties=KAE_PENALTY, max_iter=KAE_MAX_ITER,
+    model = KernelAutoencoder((1,), gamma=KAE_GAMMAS, lam=KAE_PENALTY, max_iter=KAE_MAX_ITER,
                               random_state=settings.seed, n_threads=settings.n_threads)
     with warnings.catch_warnings():
         # The iteration count and the loss are reported; a looser fit still shows the codes.
@@ -457,12 +457,12 @@ def _kae_step(settings):
     linear = X.mean(axis=0) + centred @ top.T @ top
     errors = {"kae": float(np.mean(np.sum((X - reconstruction) ** 2, axis=1))),
               "pca": float(np.mean(np.sum((X - linear) ** 2, axis=1)))}
-    _say(f"  {circles.description}; rbf gammas {KAE_GAMMAS}, penalties {KAE_PENALTY:g}: {model.n_iter_} L-BFGS "
-         f"iterations in {seconds:.2f} s, loss {model.loss_curve_[0]:.4f} -> {model.loss_:.4f}; training "
+    _say(f"  {circles.description}; rbf gammas {KAE_GAMMAS}, lam {KAE_PENALTY:g}: {model.n_iter_} L-BFGS "
+         f"iterations in {seconds:.2f} s, objective {model.objective_history_[0]:.4f} -> {model.objective_:.4f}; training "
          f"reconstruction error {errors['kae']:.4f} (PCA with one component {errors['pca']:.4f})")
     return {"data": X, "target": circles.target, "reconstruction": reconstruction, "linear": linear,
             "codes": model.transform(X)[:, 0], "errors": errors, "seconds": seconds, "n_iter": model.n_iter_,
-            "agree": bool(np.isfinite(model.loss_) and model.loss_ < model.loss_curve_[0])}
+            "agree": bool(np.isfinite(model.objective_) and model.objective_ < model.objective_history_[0])}
 
 
 # ---------------------------------------------------------------------------------------- report

@@ -10,8 +10,8 @@ import scipy.linalg
 import scipy.sparse.linalg
 from scipy.spatial.distance import cdist
 
-from rkm._utils.threads import blas_threads, thread_count
 from rkm._utils.eigen import fix_signs
+from rkm._utils.threads import blas_threads, thread_count
 from rkm.kernels import kernel_matrix
 
 # Up to this size the start's eigenvectors come from a dense eigendecomposition with one BLAS thread (fast at

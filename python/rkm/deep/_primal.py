@@ -1,5 +1,4 @@
-"""Deep feedforward network trained in the deep RKM framework (model M2 of Suykens 2017), and the L-BFGS
-driver shared with the reduced-set model M1.
+"""Deep feedforward network trained in the deep RKM framework (model M2 of Suykens 2017).
 
 Model (eq. 5.6), one hidden layer per level, in the row layout of the package (one row per sample)::
 
@@ -38,8 +37,10 @@ Variants of sec. 6.1 as arguments of :func:`feedforward_objective`:
 - M2,c: ``objective="level3"`` (only J3; c_stab and c0 do not enter);
 - M2,b,T: M2,b with ``toeplitz=True``.
 
-``rkm._utils.optimize.minimize_objective`` runs scipy's L-BFGS-B (the paper used Matlab's quasi-Newton ``fminunc``) with the
-eigenvalue entries bounded below, and stops with :class:`DivergenceError` as soon as the objective runs away.
+``rkm._utils.optimize.minimize_objective`` (the L-BFGS driver shared with the reduced-set model M1) runs scipy's
+L-BFGS-B (the paper used Matlab's quasi-Newton ``fminunc``) with the eigenvalue entries bounded below, and stops with
+:class:`rkm.deep.DivergenceError` as soon as the objective runs away; :data:`DIVERGENCE_ADVICE` is what
+:class:`rkm.DeepRKM` appends to that error.
 
 References
 ----------
@@ -68,6 +69,7 @@ ACTIVATIONS = {
 # deviation 0.1").
 INIT_SCALE = 0.1
 
+# What DeepRKM appends to a DivergenceError of its primal solvers: the parameters that bound the objective.
 DIVERGENCE_ADVICE = "use a larger c_stab, a smaller c0 or objective='level3'"
 
 
@@ -405,10 +407,10 @@ def _backward(params, cache, X, GY, etas, weights, trace_weight, derivative, gra
     grads["b"][...] = GY.sum(axis=0)
     GZ = _layer_backward(3, params, cache["S3"], cache["Z2"], GY, etas[2], 1.0, derivative, grads, toeplitz)
     for level, inputs in ((2, cache["Z1"]), (1, X)):
-        Z, l, w = cache[f"Z{level}"], params[f"l{level}"], weights[level - 1]
-        GE = GZ / l - w * Z
+        Z, eig, w = cache[f"Z{level}"], params[f"l{level}"], weights[level - 1]
+        GE = GZ / eig - w * Z
         # Z = E / l and J_l's -(1/2) E^2 / l both depend on l directly.
-        grads[f"l{level}"][...] = -np.sum(GZ * Z, axis=0) / l + 0.5 * w * np.sum(Z * Z, axis=0) - trace_weight
+        grads[f"l{level}"][...] = -np.sum(GZ * Z, axis=0) / eig + 0.5 * w * np.sum(Z * Z, axis=0) - trace_weight
         S, eta = cache[f"S{level}"], etas[level - 1]
         GZ = _layer_backward(level, params, S, inputs, GE, eta, w, derivative, grads, toeplitz)
 

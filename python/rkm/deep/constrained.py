@@ -5,26 +5,44 @@ L kernel PCA levels stacked on each other's hidden features and trained end to e
 together have orthonormal columns. The readings of steps the paper leaves open are listed in the class docstring.
 """
 
+from __future__ import annotations
+
 import numbers
-import time
 import warnings
+from collections.abc import Sequence
+from numbers import Integral
 
 import numpy as np
 import scipy.optimize
+from numpy.typing import ArrayLike
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
+    _fit_context,
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, stiefel
-from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
-from rkm._utils.threads import blas_threads, check_n_threads, thread_count
-from rkm._utils.validation import check_choices, check_int, check_positive
 from rkm._utils.eigen import numerically_positive, sign_flips
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import (
+    N_THREADS,
+    PER_LEVEL,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    check_choices,
+    check_int,
+    check_positive,
+    kernel_constraints,
+)
+from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
 from rkm.kernels import (
     Kernel,
     canonical_kernel_name,
@@ -37,7 +55,7 @@ from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mea
 
 __all__ = ["ConstrainedDeepRKM"]
 
-SOLVERS = ("pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson")
+STIEFEL_METHODS = ("pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson")
 INITS = ("random", "levelwise")
 PREIMAGE_PATHS = ("expansion", "kpca", "chained")
 # Kernels of levels l >= 2, which the objective differentiates with respect to the previous level's features.
@@ -79,30 +97,35 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     Parameters
     ----------
-    n_components : int or tuple of ints, default=(10, 5)
-        Hidden features per level (s_1, ..., s_L); the number of levels L is the tuple's length (an int is one
-        level). Their sum may not exceed n_samples.
-    kernel : str, rkm.kernels.Kernel or tuple of L of them, default="rbf"
+    n_components : int or sequence of ints, default=(10, 5)
+        Hidden features per level (s_1, ..., s_L); the number of levels L is the sequence's length (an int is
+        one level). Their sum may not exceed n_samples. The default is the paper's MNIST model (section 5).
+    kernel : str, rkm.kernels.Kernel or sequence of L of them, default="rbf"
         One kernel for every level or one per level. Level 1 takes any rkm kernel ("rbf", "laplacian",
         "poly", "linear", "cosine", "tanimoto"); levels 2 and above "rbf", "laplacian", "poly" or "linear".
         A linear level l >= 2 without centring contributes nothing: H_{l-1}^T H_l = 0 on the constraint set,
         so its term is 0 and its hidden features are arbitrary.
-    gamma : float, None or tuple of L of them, default=None
+    gamma : float, None or sequence of L of them, default=None
         Bandwidths (rbf, laplacian) or poly scale, "rbf" being exp(-gamma ||x - y||^2). None: 1 / n_features
         for level 1 and N / (2 s_{l-1}) for level l >= 2 (orthonormal columns put squared distances between
         hidden vectors near 2 s_{l-1} / N, so gamma d^2 is near 1). The paper's sigma^2 = 50 is gamma = 0.01.
-    degree, coef0 : float or tuple of L of them, default=3, 1.0
-        Polynomial kernel parameters.
-    eta : float or tuple of L floats, default=1.0
+    degree : float or sequence of L floats, default=3
+        Polynomial kernel degree, one for all levels or one per level.
+    coef0 : float or sequence of L floats, default=1.0
+        Polynomial kernel offset, one for all levels or one per level.
+    eta : float or sequence of L floats, default=1.0
         The levels' regularization constants eta_l (eq. 3); level l's term is weighed by 1/eta_l.
     lam : float or None, default=None
         None: out-of-sample features scaled so that the training points' encodings project onto the training
         hidden features as the identity (A_l^+ above); a float: the paper's literal 1/(lam eta_l) of eqs. 4-5
         (lam does not enter training).
-    solver : {"pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson"}, default="pg"
+    stiefel_method : {"pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson"}, default="pg"
         Method of :func:`rkm.stiefel.minimize`: projected gradient with backtracking (section 4.1), Cayley
         Adam, the quadratic penalty of Algorithm 1 (its result projected onto the constraint set), Wen-Yin's
-        Cayley method with Barzilai-Borwein steps, or projected gradient with Anderson acceleration.
+        Cayley method with Barzilai-Borwein steps, or projected gradient with Anderson acceleration. The
+        default is the paper's method (section 4.1) rather than the "cayley_bb" of :class:`rkm.MultiViewRKM`:
+        on the paper's problems (N = 1000, s = (10, 5)) "pg" was the fastest, while "cayley_bb" and
+        "pg_anderson" win on small problems with few components (see :mod:`rkm.stiefel`).
     init : {"random", "levelwise"} or ndarray of shape (n_samples, sum s_l), default="random"
         Starting point: standard normal entries made orthonormal (seeded by ``random_state``); level-wise
         kernel PCA (H_1 the top eigenvectors of K~_1, H_l those of P K~_l P with P the projector onto the
@@ -117,11 +140,11 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         ``center=True``: uncentred, the objective keeps decreasing as gamma -> 0 (every kernel matrix tends to
         1 1^T), so the bandwidths are kept within a factor 100 of their start, with a warning when they hit it.
     max_iter : int, default=1000
-        Iterations of the solver (per round with ``learn_gamma``).
+        Iterations of the Stiefel method (per round with ``learn_gamma``); 0 keeps the starting point.
     tol : float, default=5e-8
-        Tolerance on the norm of the Riemannian gradient (``solver_options`` can select the paper's
+        Tolerance on the norm of the Riemannian gradient (``stiefel_options`` can select the paper's
         step-based test).
-    solver_options : dict or None, default=None
+    stiefel_options : dict or None, default=None
         Further options of :func:`rkm.stiefel.minimize` (e.g. ``{"max_step": 1.0}``, ``{"lr": 1e-3}``).
     preimage_path : {"expansion", "kpca", "chained"}, default="expansion"
         How ``denoise`` maps selected components back to input space (eqs. 8-11), see ``denoise``.
@@ -129,10 +152,11 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         Iterations of the pre-image (fixed point or L-BFGS).
     n_threads : int or None, default=None
         Threads for the core (None: OpenMP's default; -1: all cores).
-    random_state : int, RandomState or None
+    random_state : int, RandomState instance or None, default=None
         Seeds the random starting point.
     verbose : int, default=0
-        Print the solver's progress.
+        0: silent; 1: one line per stage (the fit's summary, each bandwidth round); 2: also the Stiefel
+        method's progress, one line per iteration.
 
     Attributes
     ----------
@@ -158,8 +182,8 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     column_means_, grand_mean_ : lists of L entries
         ``center=True``: the training kernel statistics of each level, used to centre new kernel rows.
     X_fit_ : ndarray of shape (n_samples, n_features)
-    solver_result_ : rkm.stiefel.StiefelResult
-        The solver's result (the last round's with ``learn_gamma``).
+    stiefel_result_ : rkm.stiefel.StiefelResult
+        The Stiefel method's result (the last round's with ``learn_gamma``).
     fit_time_ : float
         Seconds the fit took.
     n_features_in_ : int
@@ -180,9 +204,10 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     Examples
     --------
     >>> import numpy as np
-    >>> from rkm.constr_drkm import ConstrainedDeepRKM
+    >>> from rkm import ConstrainedDeepRKM
     >>> X = np.random.default_rng(0).normal(size=(60, 2))
-    >>> model = ConstrainedDeepRKM((2, 1), gamma=(0.5, None), init="levelwise", solver="pg_anderson").fit(X)
+    >>> model = ConstrainedDeepRKM((2, 1), gamma=(0.5, None), init="levelwise", stiefel_method="pg_anderson")
+    >>> model = model.fit(X)
     >>> model.transform(X[:5]).shape
     (5, 3)
     >>> bool(model.feasibility_ < 1e-10)
@@ -191,28 +216,48 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     (5, 2)
     """
 
+    _parameter_constraints: dict = {
+        "n_components": [*POSITIVE_INT, *PER_LEVEL],
+        **kernel_constraints(precomputed=False, per_level=True),
+        "eta": [*POSITIVE, *PER_LEVEL],
+        "lam": [None, *POSITIVE],
+        "stiefel_method": [StrOptions(set(STIEFEL_METHODS))],
+        "init": [StrOptions(set(INITS)), "array-like"],
+        "center": ["boolean"],
+        "learn_gamma": ["boolean"],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": POSITIVE,
+        "stiefel_options": [None, dict],
+        "preimage_path": [StrOptions(set(PREIMAGE_PATHS))],
+        "preimage_max_iter": POSITIVE_INT,
+        "n_threads": N_THREADS,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
+
     def __init__(
         self,
-        n_components=(10, 5),
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        eta=1.0,
-        lam=None,
-        solver="pg",
-        init="random",
-        center=False,
-        learn_gamma=False,
-        max_iter=1000,
-        tol=5e-8,
-        solver_options=None,
-        preimage_path="expansion",
-        preimage_max_iter=100,
-        n_threads=None,
-        random_state=None,
-        verbose=0,
-    ):
+        n_components: int | Sequence[int] = (10, 5),
+        *,
+        kernel: str | Kernel | Sequence[str | Kernel] = "rbf",
+        gamma: float | None | Sequence[float | None] = None,
+        degree: float | Sequence[float] = 3,
+        coef0: float | Sequence[float] = 1.0,
+        eta: float | Sequence[float] = 1.0,
+        lam: float | None = None,
+        stiefel_method: str = "pg",
+        init: str | ArrayLike = "random",
+        center: bool = False,
+        learn_gamma: bool = False,
+        max_iter: int = 1000,
+        tol: float = 5e-8,
+        stiefel_options: dict | None = None,
+        preimage_path: str = "expansion",
+        preimage_max_iter: int = 100,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -220,13 +265,13 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.coef0 = coef0
         self.eta = eta
         self.lam = lam
-        self.solver = solver
+        self.stiefel_method = stiefel_method
         self.init = init
         self.center = center
         self.learn_gamma = learn_gamma
         self.max_iter = max_iter
         self.tol = tol
-        self.solver_options = solver_options
+        self.stiefel_options = stiefel_options
         self.preimage_path = preimage_path
         self.preimage_max_iter = preimage_max_iter
         self.n_threads = n_threads
@@ -235,46 +280,42 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     # ------------------------------------------------------------------ parameters
 
-    def _sizes(self, n_samples):
-        """(s_1, ..., s_L), validated against n_samples."""
-        components = self.n_components
-        if isinstance(components, numbers.Integral) and not isinstance(components, bool):
-            components = (components,)
-        if not isinstance(components, (tuple, list)) or len(components) == 0:
-            raise ValueError(f"n_components: must be a positive int or a tuple of them (one per level), "
+    def _check_params_vs_input(self, n_samples, n_features):
+        """The rules that need the data or combine parameters (types and ranges are in _parameter_constraints).
+
+        Returns (sizes, etas, kernel specs, starting array or None) of the levels.
+        """
+        components = self.n_components if isinstance(self.n_components, (tuple, list)) else (self.n_components,)
+        if len(components) == 0:
+            raise ValueError(f"n_components: must be a positive int or a sequence of them (one per level), "
                              f"got {self.n_components!r}")
         sizes = tuple(check_int(s, "n_components") for s in components)
         if sum(sizes) > n_samples:
             raise ValueError(f"n_components: the levels' components sum to {sum(sizes)}, more than "
                              f"n_samples={n_samples} (the hidden features must be orthonormal)")
-        return sizes
-
-    def _validate_params(self, n_samples, n_features):
-        """Checks every parameter; returns (sizes, etas, kernel specs) of the levels."""
-        sizes = self._sizes(n_samples)
         n_levels = len(sizes)
         etas = tuple(check_positive(v, "eta") for v in _per_level(self.eta, "eta", n_levels))
-        check_positive(self.lam, "lam", allow_none=True)
-        check_choices((("solver", self.solver, SOLVERS), ("preimage_path", self.preimage_path, PREIMAGE_PATHS)))
-        if isinstance(self.init, str):
-            check_choices((("init", self.init, INITS),))
-        check_positive(self.tol, "tol")
-        check_int(self.max_iter, "max_iter", low=0)
-        check_int(self.preimage_max_iter, "preimage_max_iter")
-        check_int(self.verbose, "verbose", low=0)
-        check_n_threads(self.n_threads)
-        for name in ("center", "learn_gamma"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name}: must be True or False, got {getattr(self, name)!r}")
-        if self.solver_options is not None and not isinstance(self.solver_options, dict):
-            raise ValueError(f"solver_options: must be a dict or None, got {self.solver_options!r}")
         specs = self._level_specs(n_samples, n_features, sizes)
         if self.learn_gamma:
             for level, spec in enumerate(specs, start=1):
                 if spec[0] not in BANDWIDTH_KERNELS:
                     raise ValueError(f"learn_gamma: bandwidths are learned for rbf and laplacian levels only; level "
                                      f"{level} is {spec[0]!r}")
-        return sizes, etas, specs
+        H0 = None if isinstance(self.init, str) else self._check_init_array(n_samples, sum(sizes))
+        return sizes, etas, specs, H0
+
+    def _check_init_array(self, n_samples, p):
+        H0 = np.asarray(self.init, dtype=np.float64)
+        if H0.shape != (n_samples, p):
+            raise ValueError(f"init: an array must have shape (n_samples, sum of n_components) = {(n_samples, p)}, "
+                             f"got {H0.shape}")
+        if not np.all(np.isfinite(H0)):
+            raise ValueError("init: the array contains NaN or infinity")
+        singular = np.linalg.svd(H0, compute_uv=False)
+        if singular[-1] <= 1e-12 * singular[0]:
+            raise ValueError(f"init: the array has rank below {p} (its smallest singular value is "
+                             f"{singular[-1]:.3g}, its largest {singular[0]:.3g}); no orthonormal matrix is near it")
+        return np.ascontiguousarray(H0)
 
     def _level_specs(self, n_samples, n_features, sizes):
         """(name, gamma, degree, coef0) per level, gammas resolved."""
@@ -301,10 +342,6 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     # ------------------------------------------------------------------ fitting
 
-    def _say(self, message):
-        if self.verbose:
-            print(f"[ConstrainedDeepRKM] {message}", flush=True)
-
     def _objective(self, X, specs, sizes, etas):
         """(core objective, K_1) for the levels' kernels."""
         name, gamma, degree, coef0 = specs[0]
@@ -314,60 +351,55 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                                                    self.n_threads)
         return objective, K1
 
-    def _initial_point(self, K1, specs, sizes, n_samples):
-        p = sum(sizes)
-        if isinstance(self.init, str):
-            if self.init == "random":
-                return stiefel.random_point(n_samples, p, random_state=check_random_state(self.random_state))
-            return levelwise_init(K1, specs[1:], sizes, self.center, self.n_threads)
-        H0 = np.asarray(self.init, dtype=np.float64)
-        if H0.shape != (n_samples, p):
-            raise ValueError(f"init: an array must have shape (n_samples, sum of n_components) = {(n_samples, p)}, "
-                             f"got {H0.shape}")
-        if not np.all(np.isfinite(H0)):
-            raise ValueError("init: the array contains NaN or infinity")
-        singular = np.linalg.svd(H0, compute_uv=False)
-        if singular[-1] <= 1e-12 * singular[0]:
-            raise ValueError(f"init: the array has rank below {p} (its smallest singular value is "
-                             f"{singular[-1]:.3g}, its largest {singular[0]:.3g}); no orthonormal matrix is near it")
-        return np.ascontiguousarray(H0)
+    def _initial_point(self, K1, specs, sizes, n_samples, H0):
+        """The starting point: the validated array H0 of ``init``, or the random or level-wise start."""
+        if H0 is not None:
+            return H0
+        if self.init == "random":
+            return stiefel.random_point(n_samples, sum(sizes), random_state=check_random_state(self.random_state))
+        return levelwise_init(K1, specs[1:], sizes, self.center, self.n_threads)
 
     def _solve(self, objective, H0):
         # The core objective runs its own threads and calls BLAS from each of them: one BLAS thread apiece.
         with blas_threads(1):
-            return stiefel.minimize(objective, H0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                                    options=None if self.solver_options is None else dict(self.solver_options),
-                                    verbose=self.verbose)
+            # The method's own lines are one per iteration: verbose >= 2.
+            return stiefel.minimize(objective, H0, method=self.stiefel_method, tol=self.tol, max_iter=self.max_iter,
+                                    options=None if self.stiefel_options is None else dict(self.stiefel_options),
+                                    verbose=self.verbose if self.verbose >= 2 else 0)
 
-    def fit(self, X, y=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: ArrayLike, y: None = None) -> ConstrainedDeepRKM:
         """Train the hidden features of all levels (eq. 7).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : ignored
+        y : None
+            Ignored.
 
         Returns
         -------
-        self
+        self : ConstrainedDeepRKM
+            The fitted model.
         """
-        began = time.perf_counter()
+        self._progress = Progress(type(self).__name__, self.verbose)
         X = validate_data(self, X, dtype=np.float64, order="C")
-        sizes, etas, specs = self._validate_params(*X.shape)
+        sizes, etas, specs, H0 = self._check_params_vs_input(*X.shape)
         with blas_threads(thread_count(self.n_threads)):
             objective, K1 = self._objective(X, specs, sizes, etas)
-            H0 = self._initial_point(K1, specs, sizes, X.shape[0])
+            H0 = self._initial_point(K1, specs, sizes, X.shape[0], H0)
             if self.learn_gamma:
                 result, objective, K1, specs, counts = self._fit_bandwidths(X, H0, specs, sizes, etas, objective)
             else:
                 result = self._solve(objective, H0)
                 counts = (result.nit, result.nfev)
             self._store(X, result, objective, K1, specs, sizes, etas, counts)
-        self.fit_time_ = time.perf_counter() - began
-        self._say(f"objective {self.objective_:.10g}, grad_norm {self.grad_norm_:.2e}, feasibility "
-                  f"{self.feasibility_:.2e}, {self.n_iter_} iterations, {self.fit_time_:.2f} s")
+        self.fit_time_ = self._progress.elapsed()
+        self._progress(f"objective {self.objective_:.10g}, grad_norm {self.grad_norm_:.2e}, feasibility "
+                       f"{self.feasibility_:.2e}, {self.n_iter_} iterations")
         if not result.success:
-            warnings.warn(_not_converged_message(self.solver, result, self.tol), ConvergenceWarning, stacklevel=2)
+            warnings.warn(_not_converged_message(self.stiefel_method, result, self.tol), ConvergenceWarning,
+                          stacklevel=3)
         return self
 
     def _fit_bandwidths(self, X, H0, specs, sizes, etas, objective):
@@ -383,8 +415,8 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             objective, K1 = self._objective(X, specs, sizes, etas)
             previous, result = result.fun, self._solve(objective, result.x)
             n_iter, n_evaluations = n_iter + result.nit, n_evaluations + result.nfev
-            self._say(f"bandwidth round {round_index + 1}: gamma {tuple(spec[1] for spec in specs)}, "
-                      f"objective {result.fun:.10g}")
+            self._progress(f"bandwidth round {round_index + 1}: gamma {tuple(spec[1] for spec in specs)}, "
+                           f"objective {result.fun:.10g}")
             if abs(previous - result.fun) <= self.tol * abs(result.fun):
                 break
         at_bound = [level + 1 for level, (t, (low, high)) in enumerate(zip(np.log([s[1] for s in specs]), bounds))
@@ -395,7 +427,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 f"{UNCENTRED_GAMMA_RANGE:g} from their start: without centring the objective keeps decreasing "
                 "as gamma -> 0; use center=True to learn bandwidths",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return result, objective, K1, specs, (n_iter, n_evaluations)
 
@@ -439,7 +471,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.gamma_ = tuple(spec[1] for spec in specs)
         self._specs, self._etas = [tuple(spec) for spec in specs], etas
         self.X_fit_ = X
-        self.solver_result_ = result
+        self.stiefel_result_ = result
 
     # ------------------------------------------------------------------ encoding
 
@@ -483,7 +515,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         check_is_fitted(self)
         return validate_data(self, X, dtype=np.float64, order="C", reset=False)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Hidden features [h_1* ... h_L*] of new points (eqs. 4-5, scaled as described by ``lam``).
 
         Parameters
@@ -554,7 +586,8 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             coefficients, H = hidden, self.H_[level]
         return self._preimage(self._with_mean(coefficients @ H.T), 0, X)
 
-    def denoise(self, X, components=None, path=None):
+    def denoise(self, X: ArrayLike, components: Sequence[Sequence[int]] | None = None, path: str | None = None
+                ) -> np.ndarray:
         """Encode X, keep the selected components and map them back to input space (eqs. 8-11).
 
         Parameters
@@ -592,7 +625,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             beta = self._expansion(levels, selected)
         return self._preimage(self._with_mean(beta), 0, X)
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: ArrayLike) -> np.ndarray:
         """Map hidden features (as ``transform`` returns them) back to input space.
 
         The point sum_l H_l z_l in level 1's feature space (the expansion of ``denoise``) is mapped back by
@@ -625,14 +658,14 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 # ---------------------------------------------------------------------- helpers
 
 
-def _not_converged_message(solver, result, tol):
+def _not_converged_message(method, result, tol):
     if result.status == "max_iter":
-        others = [name for name in ("pg", "cayley_bb", "pg_anderson") if name != solver]
-        advice = "increase max_iter or try solver=" + " or ".join(repr(name) for name in others)
+        others = [name for name in ("pg", "cayley_bb", "pg_anderson") if name != method]
+        advice = "increase max_iter or try stiefel_method=" + " or ".join(repr(name) for name in others)
     else:
         advice = "the tolerance is below what this problem reaches in floating point; use a larger tol"
-    return (f"ConstrainedDeepRKM: the {solver!r} solver stopped with status {result.status!r} ({result.message}); "
-            f"grad_norm {result.grad_norm:.3g}, tol {tol:g}: {advice}")
+    return (f"ConstrainedDeepRKM: the Stiefel method {method!r} stopped with status {result.status!r} "
+            f"({result.message}); grad_norm {result.grad_norm:.3g}, tol {tol:g}: {advice}")
 
 
 def _per_level(value, name, n_levels):

@@ -7,38 +7,57 @@ Two architectures:
   system fuses the data kernel K1 with the linear kernel of level 2 (weight 1/eta2), level 2 fuses the linear
   kernels of levels 1 and 3. Out of sample it predicts as an LS-SVM with the deep H1 (eq. 4.16).
 - ``"kpca_kpca_lssvm"`` (§4.1, eqs. 4.1-4.11): two kernel PCA levels followed by LS-SVM regression. Solved level
-  by level for linear levels 2-3 (eq. 4.11), or in the primal (§5): ``method="reduced_set"`` is M1 (eqs.
+  by level for linear levels 2-3 (eq. 4.11), or in the primal (§5): ``solver="reduced_set"`` is M1 (eqs.
   5.2-5.4, kernels in all levels, W_l written on a reduced set of M training points) and
-  ``method="feedforward"`` is M2 (eqs. 5.5-5.6, a deep feedforward network), both trained with L-BFGS on the
+  ``solver="feedforward"`` is M2 (eqs. 5.5-5.6, a deep feedforward network), both trained with L-BFGS on the
   stabilized objective J = J1 + J2 + J3 + (c_stab/2)(J1^2 + J2^2) of eq. 5.3 (appendix: the kernel PCA terms
   are unbounded below on their own). Out of sample: eqs. 4.9, 5.4 and 5.6.
 
 The readings of steps the paper leaves open are listed in the class docstring.
 """
 
-import numbers
+from __future__ import annotations
+
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import ClassifierTags, RegressorTags, check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rkm import _core
-from rkm.deep import _levelwise, _primal
 from rkm._utils.coding import CODINGS, class_codes, class_scores
-from rkm._utils.threads import blas_threads, check_n_threads, thread_count
-from rkm._utils.validation import check_choices, check_int, check_memory, check_nonnegative, check_positive
 from rkm._utils.exceptions import DivergenceError
-from rkm.kernels import kernel_matrix, kernel_product, kernel_spec
+from rkm._utils.optimize import minimize_objective
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import (
+    FINITE,
+    N_THREADS,
+    NONNEGATIVE,
+    PER_LEVEL,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    check_int,
+    check_memory,
+    check_positive,
+    kernel_constraints,
+)
+from rkm.deep import _levelwise, _primal
+from rkm.kernels import Kernel, kernel_matrix, kernel_product, kernel_spec
 
 ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
-METHODS = ("levelwise", "reduced_set", "feedforward")
+SOLVERS = ("levelwise", "reduced_set", "feedforward")
 PHASES = ("forward_backward", "forward")
 TASKS = ("auto", "regression", "classification")
 INITS = ("zeros", "random")
@@ -58,32 +77,37 @@ class DeepRKM(BaseEstimator):
     architecture : {"lssvm_kpca_kpca", "kpca_kpca_lssvm"}, default="lssvm_kpca_kpca"
         Regression level first and two kernel PCA levels after it (§4.2, the model of Table 2 and §6.2.2), or
         two kernel PCA levels and the regression level last (§4.1, the model of Table 1).
-    n_components : int or tuple of two ints, default=(1, 1)
+    n_components : int or sequence of two ints, default=(1, 1)
         The kernel PCA levels' numbers of components in level order: (s2, s3) for "lssvm_kpca_kpca",
         (s1, s2) for "kpca_kpca_lssvm"; an int is the same number for both.
-    kernel : str, rkm.kernels.Kernel or tuple of three of them, default="rbf"
-        Level 1's kernel (the data level) for method="levelwise", whose levels 2-3 are linear (eqs. 4.11,
-        4.18); for method="reduced_set", one kernel for all three levels or one per level (levels 2-3:
-        "rbf", "linear" or "poly"). Unused by method="feedforward".
-    gamma : float, tuple of three floats or None, default=None
-        rbf/poly parameter per level as ``kernel``; None means 1 / (the level's input width). The paper's
-        exp(-||x - y||^2 / sigma^2) is ``gamma = 1 / sigma^2`` (``rkm.RBF.from_sigma(sigma)``).
-    degree, coef0 : float, default=3, 1.0
-        Polynomial kernel parameters.
+    kernel : str, rkm.kernels.Kernel or sequence of three of them, default="rbf"
+        Level 1's kernel (the data level) for solver="levelwise", whose levels 2-3 are linear (eqs. 4.11,
+        4.18); for solver="reduced_set", one kernel for all three levels or one per level (levels 2-3:
+        "rbf", "linear" or "poly"). Unused by solver="feedforward".
+    gamma : float, None or sequence of three of them, default=None
+        rbf/poly parameter, one for all levels or one per level as ``kernel``; None means 1 / (the level's input
+        width). The paper's exp(-||x - y||^2 / sigma^2) is ``gamma = 1 / sigma^2``
+        (``rkm.RBF.from_sigma(sigma)``).
+    degree : float, default=3
+        Polynomial kernel degree (all levels).
+    coef0 : float, default=1.0
+        Polynomial kernel offset (all levels).
     lam : float, default=1.0
         The regression level's lambda (lam1 of eq. 4.18, lam3 of eqs. 4.11 and 5.3).
-    etas : tuple of three floats, default=(1.0, 1e-5, 1e-5)
-        eta1, eta2, eta3. In eqs. 4.11 and 4.18, 1/eta2 and 1/eta3 weigh the linear kernels fused into levels
-        1 and 2 (the "kernel fusion" of §4.2); small etas couple the levels strongly.
+    eta : float or sequence of three floats, default=(1.0, 1e-5, 1e-5)
+        eta1, eta2, eta3, or one value for all three levels. In eqs. 4.11 and 4.18, 1/eta2 and 1/eta3 weigh the
+        linear kernels fused into levels 1 and 2 (the "kernel fusion" of §4.2); small values couple the levels
+        strongly. The default is the strong coupling of the paper's experiments (§6.2.2: 1/eta2 = 1/eta3 =
+        1e5), not the 1.0 of the shallow models: with weak coupling the deep RKM is its level-1 LS-SVM.
     n_passes : int, default=10
-        method="levelwise": passes of forward (and backward) level steps (eq. 5.1).
-    method : {"levelwise", "reduced_set", "feedforward"}, default="levelwise"
+        solver="levelwise": passes of forward (and backward) level steps (eq. 5.1).
+    solver : {"levelwise", "reduced_set", "feedforward"}, default="levelwise"
         Level-wise solving (eqs. 4.11, 4.18), M1 (eqs. 5.2-5.4) or M2 (eqs. 5.5-5.6); the last two need
         architecture="kpca_kpca_lssvm".
     phases : {"forward_backward", "forward"}, default="forward_backward"
         A pass is forward (L1, L2, L3) then backward (L2, L1), or forward only.
     init : {"zeros", "random"}, default="zeros"
-        method="levelwise": initial H2, H3. With zeros the first level-1 step of "lssvm_kpca_kpca" is the plain
+        solver="levelwise": initial H2, H3. With zeros the first level-1 step of "lssvm_kpca_kpca" is the plain
         LS-SVM; "random" draws orthonormal columns.
     task : {"auto", "regression", "classification"}, default="auto"
         "auto": classification for integer, boolean or string labels, regression for float targets.
@@ -91,34 +115,35 @@ class DeepRKM(BaseEstimator):
         Classification: the +-1 output code of the regression level (as LSSVMClassifier; §6.2.2 uses one
         output per class).
     c_stab : float, default=10.0
-        Stabilization constant of eq. 5.3 (primal methods).
+        Stabilization constant of eq. 5.3 (primal solvers).
     c0 : float, default=0.0
         Weight of the -c0 (Tr Lambda1 + Tr Lambda2) term (§5.2; variant a of §6.1 uses 0.1).
     regularizer : {"H", "W"}, default="H"
-        Primal methods' regularization: (eta_l/2) ||H~_l||^2 in place of (eta_l/2) Tr(W_l^T W_l) ("H", §5.2)
+        Primal solvers' regularization: (eta_l/2) ||H~_l||^2 in place of (eta_l/2) Tr(W_l^T W_l) ("H", §5.2)
         or the latter itself ("W"). M2 always regularizes its W_l.
     objective : {"full", "level3"}, default="full"
         The whole stabilized objective, or J3 alone (variant c of §6.1).
     n_reduced : int, default=20
         M1: size M of the reduced set (a uniformly drawn subset of the training inputs, per initialization).
-    hidden_units : tuple of three ints, default=(3, 3, 3)
-        M2: hidden units nh1, nh2, nh3 of the three levels.
+    hidden_layer_sizes : int or sequence of three ints, default=(3, 3, 3)
+        M2: hidden units nh1, nh2, nh3 of the three levels' hidden layers, or one number for all three.
     toeplitz : bool, default=False
         M2: Toeplitz interconnection matrices U1, U2 (M2,b,T of Table 1; the last level's U3 stays dense).
     n_init : int, default=1
-        Primal methods: random initializations; the one with the lowest validation error (fit's X_val, y_val)
+        Primal solvers: random initializations; the one with the lowest validation error (fit's X_val, y_val)
         or, without validation data, the lowest objective is kept.
     max_iter : int, default=400
-        Primal methods: L-BFGS iterations per initialization.
+        Primal solvers: L-BFGS iterations per initialization (the paper's fminunc limit).
     tol : float, default=1e-6
-        Primal methods: L-BFGS gradient tolerance. Level-wise: a ConvergenceWarning is raised when the last
+        Primal solvers: L-BFGS gradient tolerance. Level-wise: a ConvergenceWarning is raised when the last
         pass changes the hidden features by more than tol (relative).
     n_threads : int or None, default=None
-        Threads for the core and BLAS (None: all; -1: all cores).
-    random_state : int, RandomState or None
+        Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
+    random_state : int, RandomState instance or None, default=None
         Seeds initializations, reduced sets and random starts.
     verbose : int, default=0
-        Print the objective after each level step or L-BFGS iteration.
+        0: silent; 1: one line per stage (fit, initialization); 2: also the objective after each level step or
+        L-BFGS iteration.
 
     Attributes
     ----------
@@ -144,11 +169,15 @@ class DeepRKM(BaseEstimator):
         iteration need not converge: with large 1/eta2 and s2 = p, each level-1 step makes H1 orthogonal to
         the previous H1, and the unknowns alternate between two states from pass to pass.
     init_results_ : list of dict
-        Primal methods: per initialization, its objective, iterations, validation score and status.
+        Primal solvers: per initialization, its objective, iterations, validation score and status.
+    terms_ : ndarray of shape (3,)
+        Primal solvers: the level terms J1, J2, J3 at the solution.
     reduced_set_ : ndarray of shape (n_reduced, n_features)
         M1: the reduced-set points.
     classes_, codes_ : ndarray
         Classification: the labels and their +-1 codewords.
+    task_ : str
+        "regression" or "classification" (``task="auto"`` resolved).
     n_features_in_ : int
 
     Notes
@@ -164,7 +193,7 @@ class DeepRKM(BaseEstimator):
     - eq. 4.9 out of sample: e1(x) = (1/eta1) sum_j h1_j K1(x_j, x), then linear levels 2-3 on Lambda^-1 e; on
       training points this differs from the coupled solution's h, since the coupling terms of eq. 4.10 are
       absent out of sample.
-    - primal methods: the sums of eq. 5.3 run over all N training points (the reduced set only parametrizes
+    - primal solvers: the sums of eq. 5.3 run over all N training points (the reduced set only parametrizes
       W_l); H~, U, W ~ N(0, 0.1^2), biases 0, Lambda = I, Lambda bounded below by 1e-8 in L-BFGS-B; M2's
       activation is tanh; -c0 (Tr Lambda1 + Tr Lambda2) is added outside the stabilizing squares. A diverging
       objective stops the fit with ``rkm.deep.DivergenceError``, which carries the last finite iterate.
@@ -174,41 +203,74 @@ class DeepRKM(BaseEstimator):
     >>> import numpy as np
     >>> from rkm import DeepRKM
     >>> X = np.linspace(-3, 3, 80)[:, None]
-    >>> model = DeepRKM(n_components=(1, 1), gamma=1.0, lam=1e-3, n_passes=3).fit(X, np.sin(X).ravel())
+    >>> model = DeepRKM(n_components=(1, 1), gamma=1.0, lam=1e-3, n_passes=1).fit(X, np.sin(X).ravel())
+    >>> model.predict(X).shape
+    (80,)
     >>> float(np.max(np.abs(model.predict(X) - np.sin(X).ravel()))) < 0.05
     True
     """
 
+    _parameter_constraints: dict = {
+        "architecture": [StrOptions(set(ARCHITECTURES))],
+        "n_components": [*POSITIVE_INT, *PER_LEVEL],
+        **kernel_constraints(precomputed=False, per_level=True),
+        # One polynomial degree and offset for all levels.
+        "degree": NONNEGATIVE,
+        "coef0": FINITE,
+        "lam": POSITIVE,
+        "eta": [*POSITIVE, *PER_LEVEL],
+        "n_passes": POSITIVE_INT,
+        "solver": [StrOptions(set(SOLVERS))],
+        "phases": [StrOptions(set(PHASES))],
+        "init": [StrOptions(set(INITS))],
+        "task": [StrOptions(set(TASKS))],
+        "coding": [StrOptions(set(CODINGS))],
+        "c_stab": NONNEGATIVE,
+        "c0": NONNEGATIVE,
+        "regularizer": [StrOptions(set(REGULARIZERS))],
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "n_reduced": POSITIVE_INT,
+        "hidden_layer_sizes": [*POSITIVE_INT, *PER_LEVEL],
+        "toeplitz": ["boolean"],
+        "n_init": POSITIVE_INT,
+        "max_iter": POSITIVE_INT,
+        "tol": POSITIVE,
+        "n_threads": N_THREADS,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
+
     def __init__(
         self,
-        architecture="lssvm_kpca_kpca",
-        n_components=(1, 1),
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        lam=1.0,
-        etas=(1.0, 1e-5, 1e-5),
-        n_passes=10,
-        method="levelwise",
-        phases="forward_backward",
-        init="zeros",
-        task="auto",
-        coding="one_vs_all",
-        c_stab=10.0,
-        c0=0.0,
-        regularizer="H",
-        objective="full",
-        n_reduced=20,
-        hidden_units=(3, 3, 3),
-        toeplitz=False,
-        n_init=1,
-        max_iter=400,
-        tol=1e-6,
-        n_threads=None,
-        random_state=None,
-        verbose=0,
-    ):
+        architecture: str = "lssvm_kpca_kpca",
+        *,
+        n_components: int | Sequence[int] = (1, 1),
+        kernel: str | Kernel | Sequence[str | Kernel] = "rbf",
+        gamma: float | None | Sequence[float | None] = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        lam: float = 1.0,
+        eta: float | Sequence[float] = (1.0, 1e-5, 1e-5),
+        n_passes: int = 10,
+        solver: str = "levelwise",
+        phases: str = "forward_backward",
+        init: str = "zeros",
+        task: str = "auto",
+        coding: str = "one_vs_all",
+        c_stab: float = 10.0,
+        c0: float = 0.0,
+        regularizer: str = "H",
+        objective: str = "full",
+        n_reduced: int = 20,
+        hidden_layer_sizes: int | Sequence[int] = (3, 3, 3),
+        toeplitz: bool = False,
+        n_init: int = 1,
+        max_iter: int = 400,
+        tol: float = 1e-6,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.architecture = architecture
         self.n_components = n_components
         self.kernel = kernel
@@ -216,9 +278,9 @@ class DeepRKM(BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.lam = lam
-        self.etas = etas
+        self.eta = eta
         self.n_passes = n_passes
-        self.method = method
+        self.solver = solver
         self.phases = phases
         self.init = init
         self.task = task
@@ -228,7 +290,7 @@ class DeepRKM(BaseEstimator):
         self.regularizer = regularizer
         self.objective = objective
         self.n_reduced = n_reduced
-        self.hidden_units = hidden_units
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.toeplitz = toeplitz
         self.n_init = n_init
         self.max_iter = max_iter
@@ -239,37 +301,23 @@ class DeepRKM(BaseEstimator):
 
     # ------------------------------------------------------------------ parameters
 
-    def _validate_params(self, n_samples, n_features, n_outputs):
-        check_choices((
-            ("architecture", self.architecture, ARCHITECTURES),
-            ("method", self.method, METHODS),
-            ("phases", self.phases, PHASES),
-            ("init", self.init, INITS),
-            ("task", self.task, TASKS),
-            ("coding", self.coding, CODINGS),
-            ("regularizer", self.regularizer, REGULARIZERS),
-            ("objective", self.objective, OBJECTIVES),
-        ))
-        if self.method != "levelwise" and self.architecture != "kpca_kpca_lssvm":
-            raise ValueError(f"method: {self.method!r} is the primal model of architecture='kpca_kpca_lssvm' "
-                             "(eqs. 5.3-5.6); use method='levelwise' for 'lssvm_kpca_kpca'")
-        check_positive(self.lam, "lam")
-        _check_tuple(self.etas, "etas", 3, lambda v, name: check_positive(v, name))
-        components = (self.n_components,) * 2 if isinstance(self.n_components, numbers.Integral) else self.n_components
-        self._components = _check_tuple(components, "n_components", 2, lambda v, name: check_int(v, name))
+    def _check_params_vs_input(self, n_samples, n_features, n_outputs):
+        """The rules that need the data or combine parameters (types and ranges are in _parameter_constraints).
+
+        Sets the resolved per-level values: _components (two ints), _etas (three floats), _hidden_layer_sizes
+        (three ints) and _kernels ((name, gamma, degree, coef0) of the three levels).
+        """
+        if self.solver != "levelwise" and self.architecture != "kpca_kpca_lssvm":
+            raise ValueError(f"solver: {self.solver!r} is the primal model of architecture='kpca_kpca_lssvm' "
+                             "(eqs. 5.3-5.6); use solver='levelwise' for 'lssvm_kpca_kpca'")
+        self._etas = tuple(check_positive(v, "eta") for v in _per_level(self.eta, "eta", 3))
+        self._components = tuple(check_int(v, "n_components") for v in _per_level(self.n_components, "n_components", 2))
         self._check_component_limits(n_samples)
-        check_nonnegative(self.c_stab, "c_stab")
-        check_nonnegative(self.c0, "c0")
-        for name in ("n_passes", "n_init", "max_iter", "n_reduced"):
-            check_int(getattr(self, name), name)
-        if self.method == "reduced_set" and self.n_reduced > n_samples:
+        if self.solver == "reduced_set" and self.n_reduced > n_samples:
             raise ValueError(f"n_reduced: at most n_samples={n_samples}, got {self.n_reduced}")
-        _check_tuple(self.hidden_units, "hidden_units", 3, lambda v, name: check_int(v, name))
-        check_positive(self.tol, "tol")
-        check_n_threads(self.n_threads)
-        check_int(self.verbose, "verbose", low=0)
-        if not isinstance(self.toeplitz, (bool, np.bool_)):
-            raise ValueError(f"toeplitz: must be True or False, got {self.toeplitz!r}")
+        self._hidden_layer_sizes = tuple(
+            check_int(v, "hidden_layer_sizes") for v in _per_level(self.hidden_layer_sizes, "hidden_layer_sizes", 3)
+        )
         self._kernels = self._level_kernels(n_features, n_outputs)
 
     def _check_component_limits(self, n_samples):
@@ -281,7 +329,7 @@ class DeepRKM(BaseEstimator):
             if second > first:
                 raise ValueError(f"n_components: s3 = {second} exceeds s2 = {first} (level 3 takes its components "
                                  "from level 2's span, eq. 4.18)")
-        elif self.method == "levelwise" and max(first, second) > n_samples:
+        elif self.solver == "levelwise" and max(first, second) > n_samples:
             raise ValueError(f"n_components: ({first}, {second}) exceeds n_samples = {n_samples}")
 
     def _level_kernels(self, n_features, n_outputs):
@@ -293,16 +341,16 @@ class DeepRKM(BaseEstimator):
         if len(gammas) != 3:
             raise ValueError(f"gamma: a number, None or one per level (3), got {self.gamma!r}")
         if names is None:
-            names = (self.kernel, "linear", "linear") if self.method == "levelwise" else (self.kernel,) * 3
+            names = (self.kernel, "linear", "linear") if self.solver == "levelwise" else (self.kernel,) * 3
         widths = self._level_input_widths(n_features, n_outputs)
         specs = [kernel_spec(kernel, gamma, self.degree, self.coef0, width)
                  for kernel, gamma, width in zip(names, gammas, widths)]
         level_names = tuple(spec[0] for spec in specs)
-        if self.method == "levelwise" and level_names[1:] != ("linear", "linear"):
-            raise ValueError(f"kernel: method='levelwise' needs linear kernels in levels 2 and 3 (eqs. 4.11, "
+        if self.solver == "levelwise" and level_names[1:] != ("linear", "linear"):
+            raise ValueError(f"kernel: solver='levelwise' needs linear kernels in levels 2 and 3 (eqs. 4.11, "
                              f"4.18), got {level_names}")
-        if self.method == "reduced_set" and not set(level_names[1:]) <= set(SMOOTH_KERNELS):
-            raise ValueError(f"kernel: method='reduced_set' needs differentiable kernels in levels 2-3 "
+        if self.solver == "reduced_set" and not set(level_names[1:]) <= set(SMOOTH_KERNELS):
+            raise ValueError(f"kernel: solver='reduced_set' needs differentiable kernels in levels 2-3 "
                              f"{SMOOTH_KERNELS}, got {level_names[1:]}")
         return specs
 
@@ -313,10 +361,6 @@ class DeepRKM(BaseEstimator):
         return (n_features, first, second)
 
     # ------------------------------------------------------------------ fitting
-
-    def _say(self, message):
-        if self.verbose:
-            print(f"[DeepRKM] {message}", flush=True)
 
     def _targets(self, X, y):
         """Validated X and the regression targets Y (N x p, float64): y itself or its +-1 class codes."""
@@ -342,7 +386,9 @@ class DeepRKM(BaseEstimator):
         self.codes_ = class_codes(self.classes_.size, self.coding)
         return X, self.codes_[encoder.transform(y)]
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: ArrayLike, y: ArrayLike, X_val: ArrayLike | None = None, y_val: ArrayLike | None = None
+            ) -> DeepRKM:
         """Fit the deep RKM.
 
         Parameters
@@ -350,23 +396,25 @@ class DeepRKM(BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (regression) or class labels (classification).
-        X_val, y_val : array-like, optional
-            Validation data on which the primal methods select among their n_init initializations (the paper's
+        X_val, y_val : array-like or None, default=None
+            Validation data on which the primal solvers select among their n_init initializations (the paper's
             protocol); without it the lowest objective wins.
 
         Returns
         -------
-        self
+        self : DeepRKM
+            The fitted model.
         """
+        self._progress = Progress(type(self).__name__, self.verbose)
         X, Y = self._targets(X, y)
         self._training_targets = Y
-        self._validate_params(*X.shape, Y.shape[1])
+        self._check_params_vs_input(*X.shape, Y.shape[1])
         rng = check_random_state(self.random_state)
         threads = thread_count(self.n_threads)
-        self._say(f"{self.architecture}, method {self.method!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
+        self._progress(f"{self.architecture}, solver {self.solver!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
         # M2's GEMMs are small (N x a few hidden units): one BLAS thread runs them fastest.
-        with blas_threads(1 if self.method == "feedforward" else threads):
-            if self.method == "levelwise":
+        with blas_threads(1 if self.solver == "feedforward" else threads):
+            if self.solver == "levelwise":
                 self._fit_levelwise(X, Y, rng)
             else:
                 self._fit_primal(X, Y, rng, X_val, y_val)
@@ -384,19 +432,19 @@ class DeepRKM(BaseEstimator):
         n = X.shape[0]
         copies = 1 if self.architecture == "lssvm_kpca_kpca" else 2
         check_memory(copies * n * n * 8, "X", f"{copies} {n} x {n} float64 matrices of the level-wise solver",
-                     advice="use fewer samples or method='reduced_set'")
+                     advice="use fewer samples or solver='reduced_set'")
         K = kernel_matrix(X, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
         H2, H3 = self._initial_hidden(n, rng)
         if self.architecture == "lssvm_kpca_kpca":
             result = _levelwise.lssvm_kpca_kpca(
-                K, Y, tuple(map(float, self.etas)), float(self.lam), self._components, self.n_passes, self.phases,
+                K, Y, self._etas, float(self.lam), self._components, self.n_passes, self.phases,
                 H2, H3, True, callback=self._report_step,
             )
             self.eigenvalues_ = [result.eigenvalues["level2"], result.eigenvalues["level3"]]
         else:
             H3 = np.zeros((n, Y.shape[1]))
             result = _levelwise.kpca_kpca_lssvm(
-                K, Y, tuple(map(float, self.etas)), float(self.lam), self._components, self.n_passes, self.phases,
+                K, Y, self._etas, float(self.lam), self._components, self.n_passes, self.phases,
                 H2, H3, True, rng, self.n_threads, callback=self._report_step,
             )
             self.eigenvalues_ = [result.eigenvalues["level1"], result.eigenvalues["level2"]]
@@ -408,6 +456,7 @@ class DeepRKM(BaseEstimator):
         self.n_effective_components_ = tuple(int(np.count_nonzero(w)) for w in self.eigenvalues_)
         self.pass_changes_ = np.asarray(result.pass_changes)
         self.X_fit_ = X
+        self._progress(f"{self.n_passes} passes: J_deep = {self.objective_:.6g}")
         if self.pass_changes_.size and self.pass_changes_[-1] > self.tol:
             warnings.warn(
                 f"DeepRKM: the level-wise iteration has not settled: the last pass changed the hidden features by "
@@ -415,13 +464,13 @@ class DeepRKM(BaseEstimator):
                 "Strong coupling (large 1/eta2, 1/eta3) with s2 equal to the outputs' width often alternates "
                 "between two states from pass to pass; see pass_changes_",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def _report_step(self, step, value):
-        self._say(f"{step}: J_deep = {value:.6g}")
+        self._progress(f"{step}: J_deep = {value:.6g}", level=2)
 
-    # ------------------------------------------------------------------ primal methods (M1, M2)
+    # ------------------------------------------------------------------ primal solvers (M1, M2)
 
     def _fit_primal(self, X, Y, rng, X_val, y_val):
         validation = None
@@ -429,7 +478,7 @@ class DeepRKM(BaseEstimator):
             if X_val is None or y_val is None:
                 raise ValueError("X_val: give both X_val and y_val, or neither")
             validation = (validate_data(self, X_val, dtype=np.float64, order="C", reset=False), y_val)
-        fit_one = self._fit_reduced_set_once if self.method == "reduced_set" else self._fit_feedforward_once
+        fit_one = self._fit_reduced_set_once if self.solver == "reduced_set" else self._fit_feedforward_once
         results = []
         for index in range(self.n_init):
             try:
@@ -437,7 +486,7 @@ class DeepRKM(BaseEstimator):
             except DivergenceError as error:
                 if self.n_init == 1:
                     raise
-                self._say(f"init {index}: diverged ({error})")
+                self._progress(f"init {index}: diverged ({error})")
                 results.append({"init": index, "status": "diverged", "objective": None, "n_iter": error.nit})
                 continue
             result["init"] = index
@@ -446,19 +495,24 @@ class DeepRKM(BaseEstimator):
                 result["validation_score"] = self._score_outputs(self._primal_outputs(validation[0], result),
                                                                  validation[1])
             results.append(result)
-            self._say(f"init {index}: objective {result['objective']:.6g}, {result['n_iter']} iterations")
+            self._progress(f"init {index}: objective {result['objective']:.6g}, {result['n_iter']} iterations "
+                           f"({result['message']})")
         finished = [r for r in results if r["status"] != "diverged"]
         if not finished:
             raise DivergenceError(
-                f"all {self.n_init} initializations diverged; use a larger c_stab, a smaller c0 or "
-                "objective='level3'", iterate=None, fun=None, nit=0)
+                f"all {self.n_init} initializations diverged; {_primal.DIVERGENCE_ADVICE}", iterate=None, fun=None,
+                nit=0)
         best = min(finished, key=self._selection_key(validation is not None))
         self.init_results_ = [{k: r.get(k) for k in ("init", "status", "objective", "n_iter", "validation_score")}
                               for r in results]
         self._store_primal(best, X)
         if not best["converged"]:
             warnings.warn(f"DeepRKM: L-BFGS stopped after {best['n_iter']} iterations ({best['message']}); "
-                          "increase max_iter or tol", ConvergenceWarning, stacklevel=3)
+                          "increase max_iter or tol", ConvergenceWarning, stacklevel=4)
+
+    def _lbfgs_verbose(self):
+        """The L-BFGS driver prints one line per iteration: at verbose >= 2."""
+        return 1 if self.verbose >= 2 else 0
 
     @staticmethod
     def _selection_key(by_validation):
@@ -474,7 +528,7 @@ class DeepRKM(BaseEstimator):
         return r2_score(y, outputs.ravel() if y.ndim == 1 else outputs)
 
     def _primal_options(self):
-        return dict(etas=tuple(map(float, self.etas)), lam3=float(self.lam), c_stab=float(self.c_stab),
+        return dict(etas=self._etas, lam3=float(self.lam), c_stab=float(self.c_stab),
                     c0=float(self.c0), objective=self.objective)
 
     def _fit_reduced_set_once(self, X, Y, rng):
@@ -492,15 +546,15 @@ class DeepRKM(BaseEstimator):
             options["c_stab"], options["c0"], self.regularizer, self.objective, self.n_threads,
         )
         theta0 = np.concatenate([0.1 * rng.standard_normal(M * (s1 + s2 + p)), np.zeros(p), np.ones(s1 + s2)])
-        result = _primal.minimize_objective(lambda t: objective(t)[:2], theta0, n_eigen=s1 + s2,
-                                                 max_iter=self.max_iter, tol=self.tol, verbose=self.verbose)
+        result = minimize_objective(lambda t: objective(t)[:2], theta0, n_eigen=s1 + s2, max_iter=self.max_iter,
+                                    tol=self.tol, verbose=self._lbfgs_verbose(), advice=_primal.DIVERGENCE_ADVICE)
         return {"theta": result.theta, "objective": float(result.fun), "n_iter": int(result.nit),
                 "converged": result.converged, "message": result.message, "history": list(result.history),
                 "dims": dims, "reduced_set": reduced, "terms": objective(result.theta)[2]}
 
     def _feedforward_dims(self, n_features, n_outputs):
         s1, s2 = self._components
-        nh1, nh2, nh3 = self.hidden_units
+        nh1, nh2, nh3 = self._hidden_layer_sizes
         return (n_features, nh1, nh2, nh3, s1, s2, n_outputs)
 
     def _fit_feedforward_once(self, X, Y, rng):
@@ -515,8 +569,8 @@ class DeepRKM(BaseEstimator):
             )
             return f, grad
 
-        result = _primal.minimize_objective(fun, theta0, n_eigen=dims[4] + dims[5], max_iter=self.max_iter,
-                                                 tol=self.tol, verbose=self.verbose)
+        result = minimize_objective(fun, theta0, n_eigen=dims[4] + dims[5], max_iter=self.max_iter, tol=self.tol,
+                                    verbose=self._lbfgs_verbose(), advice=_primal.DIVERGENCE_ADVICE)
         terms = _primal.feedforward_objective(
             result.theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
             options["objective"], self.toeplitz,
@@ -527,12 +581,12 @@ class DeepRKM(BaseEstimator):
 
     def _primal_forward(self, X, result):
         """(Yhat, E1, E2) of the model of one primal fit at the rows of X (eqs. 5.4, 5.6)."""
-        if self.method == "reduced_set":
+        if self.solver == "reduced_set":
             name, gamma, degree, coef0 = self._kernels[0]
             K1 = kernel_matrix(X, result["reduced_set"], kernel=name, gamma=gamma, degree=degree, coef0=coef0,
                                n_threads=self.n_threads)
             return _core.deep_reduced_set_forward(result["theta"], K1, result["dims"], self._kernels[1],
-                                                  self._kernels[2], tuple(map(float, self.etas)), self.n_threads)
+                                                  self._kernels[2], self._etas, self.n_threads)
         return _primal.feedforward_forward(result["theta"], X, result["dims"], self.toeplitz)
 
     def _primal_outputs(self, X, result):
@@ -545,7 +599,7 @@ class DeepRKM(BaseEstimator):
         self.objective_history_ = best["history"]
         self.n_iter_ = best["n_iter"]
         self.terms_ = np.asarray(best["terms"])
-        if self.method == "reduced_set":
+        if self.solver == "reduced_set":
             M, s1, s2, p = best["dims"]
             blocks = np.split(theta, np.cumsum([M * s1, M * s2, M * p, p, s1]))
             self.H_ = [blocks[0].reshape(M, s1), blocks[1].reshape(M, s2), blocks[2].reshape(M, p)]
@@ -564,16 +618,17 @@ class DeepRKM(BaseEstimator):
     def _outputs(self, X):
         check_is_fitted(self, "H_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        if self.method != "levelwise":
+        if self.solver != "levelwise":
             return self._primal_outputs(X, self._primal)
-        eta1, eta2, eta3 = map(float, self.etas)
+        eta1, eta2, eta3 = self._etas
         name, gamma, degree, coef0 = self._kernels[0]
         H1, H2, H3 = self.H_
         E1 = kernel_product(X, self.X_fit_, H1, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
                             n_threads=self.n_threads) / eta1
         if self.architecture == "lssvm_kpca_kpca":
             return E1 + self.intercept_  # eq. 4.16
-        # Eq. 4.9 with linear levels 2-3: e2 = (1/eta2) H2^T H1 Lambda1^-1 e1, yhat = (1/eta3) H3^T H2 Lambda2^-1 e2 + b.
+        # Eq. 4.9 with linear levels 2-3: e2 = (1/eta2) H2^T H1 Lambda1^-1 e1,
+        # yhat = (1/eta3) H3^T H2 Lambda2^-1 e2 + b.
         l1, l2 = (_pseudo_inverse(w) for w in self.eigenvalues_)
         E2 = (E1 * l1) @ (H1.T @ H2) / eta2
         return (E2 * l2) @ (H2.T @ H3) / eta3 + self.intercept_
@@ -587,21 +642,50 @@ class DeepRKM(BaseEstimator):
         return getattr(self, "task_", self.task) == "classification"
 
     @available_if(_is_classifier)
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Classification scores: the output (two classes; positive means ``classes_[1]``) or one score per
-        class, as LSSVMClassifier.decision_function."""
+        class, as LSSVMClassifier.decision_function.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
         return class_scores(self._outputs(X), self.codes_, self.coding)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted targets (regression) or class labels (classification) through all levels (eqs. 4.9,
-        4.16, 5.4, 5.6)."""
+        4.16, 5.4, 5.6).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
         outputs = self._outputs(X)
         if self.task_ == "classification":
             return self._labels(outputs)
         return outputs.ravel() if self._single_output else outputs
 
-    def score(self, X, y, sample_weight=None):
-        """Accuracy (classification) or R^2 (regression) on (X, y)."""
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """Accuracy (classification) or R^2 (regression) on (X, y).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+
+        Returns
+        -------
+        float
+        """
         predictions = self.predict(X)
         if self.task_ == "classification":
             return accuracy_score(y, predictions, sample_weight=sample_weight)
@@ -625,8 +709,10 @@ def _pseudo_inverse(eigenvalues):
     return np.where(eigenvalues > 0, 1.0 / safe, 0.0)
 
 
-def _check_tuple(values, name, length, check_item):
-    """Validate a tuple of `length` items with check_item(value, name); returns it as a tuple."""
-    if not isinstance(values, (tuple, list)) or len(values) != length:
-        raise ValueError(f"{name}: must be a tuple of {length} values, got {values!r}")
-    return tuple(check_item(v, name) for v in values)
+def _per_level(value, name, n_levels):
+    """A parameter given once for all levels or as a sequence with one entry per level, as a tuple."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != n_levels:
+            raise ValueError(f"{name}: must be one value or a sequence of {n_levels} (one per level), got {value!r}")
+        return tuple(value)
+    return (value,) * n_levels

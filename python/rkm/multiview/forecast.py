@@ -5,22 +5,35 @@ of two views: the lagged window (input) and the next value (output). Forecasting
 last window (eq. 15 or 16), appends it to the series, and repeats.
 """
 
+from __future__ import annotations
+
 import numpy as np
-from sklearn.base import BaseEstimator
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from rkm._utils.validation import check_choices, check_int
-from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import Kernel, canonical_kernel_name, kernel_spec
-from rkm.multiview.multiview_rkm import MultiViewRKM
+from rkm import stiefel
+from rkm._utils.progress import Progress
+from rkm._utils.validation import (
+    COUNT,
+    MAX_ITER,
+    N_THREADS,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOL,
+    VERBOSE,
+    check_int,
+    kernel_constraints,
+)
+from rkm.kernels import Kernel, kernel_spec
+from rkm.multiview.multiview_rkm import PREIMAGES, SOLVERS, VIEW_MAPS, MultiViewRKM
 
 __all__ = ["RKMForecaster"]
 
-FEATURES = (None, "rff", "nystroem")
 
-
-def _check_series(series, lag):
-    """The series as a finite float64 (T, n_series) array with at least two training pairs."""
+def _check_series(series):
+    """The series as a finite float64 (T, n_series) array."""
     A = np.asarray(series)
     if A.dtype.kind not in "biuf":
         raise ValueError(f"series: must be an array of real numbers, got dtype {A.dtype}")
@@ -29,22 +42,7 @@ def _check_series(series, lag):
         raise ValueError(f"series: must be a non-empty 1-D or 2-D array (time along axis 0), got shape {A.shape}")
     if not np.all(np.isfinite(A)):
         raise ValueError("series: contains NaN or infinity")
-    if A.shape[0] < lag + 2:
-        raise ValueError(
-            f"series: needs at least lag + 2 = {lag + 2} time steps (two windows of lag = {lag} values and the "
-            f"values that follow them), got {A.shape[0]}"
-        )
     return np.ascontiguousarray(A.reshape(A.shape[0], -1))
-
-
-def _check_kernels(kernel, gamma, degree, coef0, output_kernel):
-    """Errors in the kernels named after this estimator's arguments (kernel, gamma, ..., output_kernel)."""
-    kernel_spec(kernel, gamma, degree, coef0)
-    if isinstance(output_kernel, (str, Kernel)):
-        try:
-            kernel_spec(output_kernel, None, degree, coef0)
-        except ValueError as error:
-            raise ValueError(str(error).replace("kernel:", "output_kernel:", 1)) from None
 
 
 def _lagged_pairs(series, lag):
@@ -64,8 +62,8 @@ class RKMForecaster(BaseEstimator):
     """Nonlinear autoregressive forecasting with a two-view RKM (Achten et al. 2023, section 5).
 
     The training pairs are the windows (x_{t-lag+1}, ..., x_t), flattened to lag * n_series values, and the next
-    values x_{t+1}: two views of a :class:`rkm.MultiViewRKM` (input: ``kernel``, or explicit random Fourier or
-    Nyström features of it; output: ``output_kernel``, linear by default so that its pre-image is exact).
+    values x_{t+1}: two views of a :class:`rkm.MultiViewRKM` (input: ``kernel``, or the explicit features of
+    ``feature_map``; output: ``output_kernel``, linear by default so that its pre-image is exact).
     ``predict(steps)`` forecasts recursively: it infers the output view of the last window (eq. 15 in the primal,
     eq. 16 in the dual), appends the prediction to the window and repeats. With ``standardize`` each series is
     scaled by its training mean and standard deviation before the windows are formed, and the forecasts are
@@ -78,34 +76,60 @@ class RKMForecaster(BaseEstimator):
     lag : int
         Values per window (per series).
     n_components : int
-        Number of components s of the model.
+        Number of components s of the model (required, keyword-only).
     kernel : str or rkm.kernels.Kernel, default="rbf"
-        Kernel of the input view. With ``features=None`` an implicit kernel (the dual solvers) unless "linear".
-    gamma : float, default=None
+        Kernel of the input view: implicit (the dual solvers) unless "linear". Ignored when ``feature_map`` is
+        given.
+    gamma : float or None, default=None
         Bandwidth of ``kernel``, on the standardized series (None: 1 / (lag * n_series)). The paper's
-        exp(-d^2 / (2 sigma^2)) is gamma = 1 / (2 sigma^2).
-    solver : {"auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"}, default="auto"
-        See :class:`rkm.MultiViewRKM`; the primal solvers need explicit input features (``features`` or a
-        linear ``kernel``).
-    features : {None, "rff", "nystroem"}, default=None
-        Explicit input features approximating ``kernel``: ``n_features`` random Fourier features
-        (:class:`rkm.features.RandomFourierFeatures`, orthogonal for rbf; rbf and laplacian only) or Nyström
-        features with ``n_features`` landmarks (:class:`rkm.features.Nystroem`).
-    n_features : int, default=1000
-        Number of explicit features.
-    output_kernel : str or rkm.kernels.Kernel, default="linear"
-        Kernel of the output view; a non-linear one is inverted by the model's ``preimage`` method.
+        exp(-d^2 / (2 sigma^2)) is gamma = 1 / (2 sigma^2). Ignored when ``feature_map`` is given.
+    degree : float, default=3
+        Degree of a named polynomial ``kernel`` or ``output_kernel``.
+    coef0 : float, default=1.0
+        Constant of a named polynomial ``kernel`` or ``output_kernel``.
+    feature_map : transformer or None, default=None
+        None: the input view uses ``kernel`` itself. Otherwise an explicit feature map of the windows, such as
+        ``rkm.features.RandomFourierFeatures(n_components=1000, orthogonal=True, random_state=0)`` or
+        ``rkm.features.Nystroem(n_components=1000)``: cloned, then fitted on the training windows. It carries its
+        own kernel and kernel parameters (``kernel``, ``gamma``, ``degree`` and ``coef0`` of the forecaster do not
+        apply to it; its gamma is on the standardized series too) and its own ``random_state``. Explicit
+        features allow the primal solvers.
+    output_kernel : str, rkm.kernels.Kernel, transformer or callable, default="linear"
+        Feature map of the output view, as an entry of :class:`rkm.MultiViewRKM`'s ``kernel``; a non-linear one is
+        inverted by the model's ``preimage`` method.
     standardize : bool, default=True
         Scale each series by its training mean and standard deviation (a constant series by 1).
-    degree, coef0, rotate, rescale, stiefel_method, max_iter, tol, preimage, n_neighbors, n_threads, verbose :
+    solver : {"auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"}, default="auto"
+        See :class:`rkm.MultiViewRKM`; the primal solvers need explicit input features (``feature_map`` or a
+        linear ``kernel``).
+    rotate : bool, default=True
         Passed to :class:`rkm.MultiViewRKM`.
-    random_state : int, RandomState or None
-        Seeds the explicit features and the model's solver.
+    rescale : bool, default=True
+        Passed to :class:`rkm.MultiViewRKM`; False is the ablation of the paper's Fig. 7.
+    stiefel_method : {"cayley_bb", "pg", "pg_anderson", "cayley_adam", "penalty"}, default="cayley_bb"
+        Passed to :class:`rkm.MultiViewRKM`.
+    max_iter : int or None, default=None
+        Passed to :class:`rkm.MultiViewRKM`.
+    tol : float or None, default=None
+        Passed to :class:`rkm.MultiViewRKM`.
+    preimage : {"auto", "smoother", "ridge"}, default="auto"
+        Passed to :class:`rkm.MultiViewRKM`: the pre-image of a non-linear ``output_kernel``.
+    n_neighbors : int, default=10
+        Passed to :class:`rkm.MultiViewRKM`.
+    random_state : int, RandomState or None, default=None
+        Seeds the model's solver (the Stiefel start and the Krylov start block); ``feature_map`` has its own.
+    n_threads : int or None, default=None
+        Passed to :class:`rkm.MultiViewRKM`.
+    verbose : int, default=0
+        Passed to :class:`rkm.MultiViewRKM`, which prints the fit's stages (> 1: also the Stiefel method's
+        history).
 
     Attributes
     ----------
     model_ : rkm.MultiViewRKM
         The fitted two-view model.
+    feature_map_ : transformer or None
+        The fitted clone of ``feature_map`` (None without one).
     eigenvalues_ : ndarray of shape (s,)
         The model's eigenvalues.
     solver_ : str
@@ -119,44 +143,71 @@ class RKMForecaster(BaseEstimator):
     Notes
     -----
     ``fit`` takes a series, not (X, y): the estimator does not follow scikit-learn's fit/predict signature.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import RKMForecaster
+    >>> series = np.sin(0.3 * np.arange(200))
+    >>> model = RKMForecaster(10, n_components=2, kernel="linear").fit(series)
+    >>> model.predict(5).shape
+    (5,)
     """
+
+    _parameter_constraints: dict = {
+        "lag": COUNT,
+        "n_components": COUNT,
+        **kernel_constraints(precomputed=False),
+        "feature_map": [None, HasMethods(["fit", "transform"])],
+        "output_kernel": [*kernel_constraints(precomputed=False)["kernel"], *VIEW_MAPS],
+        "standardize": ["boolean"],
+        "solver": [StrOptions(set(SOLVERS))],
+        "rotate": ["boolean"],
+        "rescale": ["boolean"],
+        "stiefel_method": [StrOptions(set(stiefel.METHODS))],
+        "max_iter": MAX_ITER,
+        "tol": TOL,
+        "preimage": [StrOptions(set(PREIMAGES))],
+        "n_neighbors": POSITIVE_INT,
+        "random_state": RANDOM_STATE,
+        "n_threads": N_THREADS,
+        "verbose": VERBOSE,
+    }
 
     def __init__(
         self,
-        lag,
-        n_components,
-        kernel="rbf",
-        gamma=None,
-        solver="auto",
-        features=None,
+        lag: int,
         *,
-        n_features=1000,
+        n_components: int,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        feature_map=None,
         output_kernel="linear",
-        standardize=True,
-        degree=3,
-        coef0=1.0,
-        rotate=True,
-        rescale=True,
-        stiefel_method="cayley_bb",
-        max_iter=None,
-        tol=None,
-        preimage="auto",
-        n_neighbors=10,
+        standardize: bool = True,
+        solver: str = "auto",
+        rotate: bool = True,
+        rescale: bool = True,
+        stiefel_method: str = "cayley_bb",
+        max_iter: int | None = None,
+        tol: float | None = None,
+        preimage: str = "auto",
+        n_neighbors: int = 10,
         random_state=None,
-        n_threads=None,
-        verbose=0,
+        n_threads: int | None = None,
+        verbose: int = 0,
     ):
         self.lag = lag
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
-        self.solver = solver
-        self.features = features
-        self.n_features = n_features
-        self.output_kernel = output_kernel
-        self.standardize = standardize
         self.degree = degree
         self.coef0 = coef0
+        self.feature_map = feature_map
+        self.output_kernel = output_kernel
+        self.standardize = standardize
+        self.solver = solver
         self.rotate = rotate
         self.rescale = rescale
         self.stiefel_method = stiefel_method
@@ -168,50 +219,52 @@ class RKMForecaster(BaseEstimator):
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _input_kernel(self):
-        """The input view's entry of MultiViewRKM's kernels: the kernel itself or its explicit feature map."""
-        if self.features is None:
-            return self.kernel
-        if self.features == "rff":
-            return RandomFourierFeatures(
-                n_components=self.n_features, kernel=self.kernel, gamma=self.gamma,
-                orthogonal=isinstance(self.kernel, str) and canonical_kernel_name(self.kernel) == "rbf",
-                random_state=self.random_state, n_threads=self.n_threads,
+    def _check_params_vs_input(self, n_steps):
+        """The rules that need the series: enough time steps for two training pairs; and the kernels' parameters
+        (named after this estimator's arguments: kernel, gamma, ..., output_kernel)."""
+        if n_steps < self.lag + 2:
+            raise ValueError(
+                f"series: needs at least lag + 2 = {self.lag + 2} time steps (two windows of lag = {self.lag} values "
+                f"and the values that follow them), got {n_steps}"
             )
-        return Nystroem(
-            n_components=self.n_features, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-            random_state=self.random_state, n_threads=self.n_threads,
-        )
+        if self.feature_map is None:
+            kernel_spec(self.kernel, self.gamma, self.degree, self.coef0)
+        if isinstance(self.output_kernel, (str, Kernel)):
+            try:
+                kernel_spec(self.output_kernel, None, self.degree, self.coef0)
+            except ValueError as error:
+                raise ValueError(str(error).replace("kernel:", "output_kernel:", 1)) from None
 
     def _model(self):
         return MultiViewRKM(
-            self.n_components, kernels=(self._input_kernel(), self.output_kernel), gammas=(self.gamma, None),
-            solver=self.solver, degree=self.degree, coef0=self.coef0, rotate=self.rotate, rescale=self.rescale,
-            stiefel_method=self.stiefel_method, max_iter=self.max_iter, tol=self.tol, preimage=self.preimage,
-            n_neighbors=self.n_neighbors, n_threads=self.n_threads, random_state=self.random_state,
-            verbose=self.verbose,
+            self.n_components, kernel=(self.kernel if self.feature_map is None else self.feature_map,
+                                       self.output_kernel),
+            gamma=(self.gamma, None), degree=self.degree, coef0=self.coef0, solver=self.solver, rotate=self.rotate,
+            rescale=self.rescale, stiefel_method=self.stiefel_method, max_iter=self.max_iter, tol=self.tol,
+            preimage=self.preimage, n_neighbors=self.n_neighbors, n_threads=self.n_threads,
+            random_state=self.random_state, verbose=self.verbose,
         )
 
-    def fit(self, series, y=None):
+    @_fit_context(prefer_skip_nested_validation=False)  # feature_map is a transformer: it validates its own
+    def fit(self, series: ArrayLike, y: None = None) -> RKMForecaster:
         """Fit the autoregressive model on a series.
 
         Parameters
         ----------
         series : array-like of shape (T,) or (T, n_series)
             Time along axis 0; T >= lag + 2.
-        y : ignored
+        y : None
+            Ignored.
 
         Returns
         -------
-        self
+        self : RKMForecaster
+            The fitted forecaster.
         """
-        lag = check_int(self.lag, "lag")
-        check_choices((("features", self.features, FEATURES),))
-        check_int(self.n_features, "n_features")
-        _check_kernels(self.kernel, self.gamma, self.degree, self.coef0, self.output_kernel)
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise ValueError(f"standardize: must be True or False, got {self.standardize!r}")
-        values = _check_series(series, lag)
+        self._progress = Progress(type(self).__name__, self.verbose)
+        values = _check_series(series)
+        self._check_params_vs_input(values.shape[0])
+        lag = self.lag
         self._one_dimensional = np.ndim(series) == 1
         self.n_series_ = values.shape[1]
         if self.standardize:
@@ -220,13 +273,15 @@ class RKMForecaster(BaseEstimator):
         else:
             self.mean_, self.scale_ = np.zeros(self.n_series_), np.ones(self.n_series_)
         standardized = (values - self.mean_) / self.scale_
+        self._progress(f"{values.shape[0] - lag} windows of {lag} values of {self.n_series_} series")
         self.model_ = self._model().fit(list(_lagged_pairs(standardized, lag)))
+        self.feature_map_ = None if self.feature_map is None else self.model_._views[0].source
         self.eigenvalues_ = self.model_.eigenvalues_
         self.solver_ = self.model_.solver_
         self.window_ = standardized[-lag:].copy()
         return self
 
-    def predict(self, steps):
+    def predict(self, steps: int) -> np.ndarray:
         """Forecast the next `steps` values after the training series, feeding each prediction back.
 
         Parameters
@@ -236,7 +291,8 @@ class RKMForecaster(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (steps,) for a 1-D training series, (steps, n_series) otherwise
+        forecast : ndarray of shape (steps,) for a 1-D training series, (steps, n_series) otherwise
+            The forecasts, in the units of the training series.
         """
         check_is_fitted(self)
         steps = check_int(steps, "steps")

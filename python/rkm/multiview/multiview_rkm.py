@@ -19,22 +19,37 @@ steps 7-9 of Algorithms 3 and 4). New points get hidden features from all views 
 inferred from the others by eq. 15 (primal) or eq. 16 (dual) followed by a pre-image.
 """
 
+from __future__ import annotations
+
 import numbers
-import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from rkm import _core, stiefel
 from rkm._utils import eigen
-from rkm._utils.threads import blas_threads, check_n_threads, thread_count
-from rkm._utils.validation import check_choices, check_int, check_positive
-from rkm._utils.primal import FeatureMoments
 from rkm._utils.eigen import sign_flips
+from rkm._utils.primal import FeatureMoments
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import (
+    COUNT,
+    MAX_ITER,
+    N_THREADS,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOL,
+    VERBOSE,
+    kernel_constraints,
+)
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec
 from rkm.preimage import kernel_smoother, ridge_preimage_coefficients
 
@@ -42,6 +57,10 @@ __all__ = ["MultiViewRKM"]
 
 SOLVERS = ("auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel")
 PREIMAGES = ("auto", "smoother", "ridge")
+# An explicit feature map of a view: a transformer (cloned, then fitted on the view) or a callable returning features.
+VIEW_MAPS = [HasMethods(["fit", "transform"]), callable]
+# The kernel parameters that take one value for every view or a sequence with one per view.
+PER_VIEW = ("kernel", "gamma", "degree", "coef0")
 # solver="auto" with explicit maps only: the dual while n_samples <= AUTO_DUAL_FEATURE_RATIO * d (the summed
 # feature dimension), the primal beyond. Measured fits (one thread, an RFF view and a 1-D linear view): at n = 1000
 # primal/dual time ratios 0.15, 0.55, 0.86, 2.9, 7.0 for d = 101, 501, 1001, 2001, 5001 (s = 10) and 0.66, 0.51,
@@ -65,6 +84,7 @@ class _View:
     the uncentred training kernel) it gives the predicted similarities of a missing view to the training points.
     ``coupling`` is B_v = U_v^T U_v (primal) or H^T K_c,v H (dual), the view's share of Gamma, and
     ``inference`` the eigendecomposition of Gamma - B_v that infers the view from the others (eqs. 15-16).
+    ``name`` is the entry of the ``kernel`` parameter that messages about the view's map cite.
     """
 
     kind: str
@@ -81,6 +101,7 @@ class _View:
     coupling: np.ndarray = None
     inference: tuple = None
     ridge: tuple = None
+    name: str = "kernel"
 
     @property
     def explicit(self):
@@ -106,12 +127,13 @@ def _check_view(X, name, n_columns=None):
     return np.ascontiguousarray(A)
 
 
-def _check_views(views, n_views, missing=None, n_columns=None):
-    """The views as finite float64 2-D arrays with one common number of rows; entry `missing` is ignored (None)."""
+def _check_views(views, n_views=None, missing=None, n_columns=None, why=""):
+    """The views as finite float64 2-D arrays with one common number of rows; entry `missing` is ignored (None).
+    n_views=None accepts any number of views; `why` follows the count in the message of a wrong one."""
     if not isinstance(views, (list, tuple)) or len(views) == 0:
         raise ValueError(f"views: must be a non-empty list or tuple of arrays (one per view), got {views!r:.80}")
-    if len(views) != n_views:
-        raise ValueError(f"views: got {len(views)} views but the model has {n_views} (one per entry of kernels)")
+    if n_views is not None and len(views) != n_views:
+        raise ValueError(f"views: got {len(views)} views but the model has {n_views}{why}")
     arrays = [
         None if v == missing else _check_view(X, f"views[{v}]", None if n_columns is None else n_columns[v])
         for v, X in enumerate(views)
@@ -122,12 +144,24 @@ def _check_views(views, n_views, missing=None, n_columns=None):
     return arrays
 
 
-def _renamed(error, index):
-    """kernel_spec's "kernel: ..." and "gamma: ..." messages renamed after this estimator's arguments."""
+def _per_view(value, name, n_views):
+    """A per-view parameter as a list of n_views entries: one value for every view, or a list or tuple of them."""
+    if not isinstance(value, (list, tuple)):
+        return [value] * n_views
+    if len(value) != n_views:
+        raise ValueError(
+            f"{name}: must be one value or a list or tuple with one entry per view ({n_views}), got {value!r:.80}"
+        )
+    return list(value)
+
+
+def _renamed(error, index, sequences):
+    """kernel_spec's "kernel: ...", "gamma: ...", "degree: ..." and "coef0: ..." messages: a parameter given as a
+    sequence (one of `sequences`) is named with the view's index, "gamma[1]: ..."."""
     message = str(error)
-    for old, new in (("kernel:", f"kernels[{index}]:"), ("gamma:", f"gammas[{index}]:")):
-        if message.startswith(old):
-            return ValueError(new + message[len(old):])
+    for name in PER_VIEW:
+        if message.startswith(f"{name}:") and name in sequences:
+            return ValueError(f"{name}[{index}]:" + message[len(name) + 1:])
     return error
 
 
@@ -168,22 +202,27 @@ class MultiViewRKM(BaseEstimator):
     ----------
     n_components : int
         Number of components s (hidden features per sample).
-    kernels : sequence, default=("rbf", "linear")
-        One entry per view: a kernel name ("rbf", "laplacian", "poly", "cosine", "tanimoto": implicit, dual
-        only; "linear": the identity map, explicit), an :class:`rkm.kernels.Kernel` (its own parameters apply),
-        a transformer with ``fit``/``transform`` (cloned, then fitted on the view's training data, e.g.
+    kernel : str, Kernel, transformer, callable, or a list or tuple of them, default="rbf"
+        The feature map of every view, or a sequence with one entry per view (which fixes the number of views):
+        a kernel name ("rbf", "laplacian", "poly", "cosine", "tanimoto": implicit, dual only; "linear": the
+        identity map, explicit), an :class:`rkm.kernels.Kernel` (its own parameters apply), a transformer with
+        ``fit``/``transform`` (cloned, then fitted on the view's training data, e.g.
         :class:`rkm.features.RandomFourierFeatures` or :class:`rkm.features.Nystroem`), or a callable mapping an
-        (n, p) array to its (n, d) features.
-    gammas : sequence or None, default=None
-        Bandwidth of each named kernel (None entries, or None: 1 / n_features of that view); ignored for kernels
-        without one and for the other entry types.
+        (n, p) array to its (n, d) features. The default makes every view an implicit rbf view, the vocabulary's
+        default kernel; the paper's forecasting set-up is ``kernel=("rbf", "linear")`` (a linear output view is
+        its own pre-image).
+    gamma : float, None, or a list or tuple of them, default=None
+        Bandwidth of the named kernels, one for every view or one per view (None: 1 / n_features of that view);
+        ignored for kernels without one, for Kernel objects and for explicit maps.
+    degree : float or a list or tuple of them, default=3
+        Degree of the named polynomial kernels, one for every view or one per view.
+    coef0 : float or a list or tuple of them, default=1.0
+        Constant of the named polynomial kernels, one for every view or one per view.
     solver : {"auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"}, default="auto"
         Algorithms 1 to 4. "auto" follows the flowchart of Fig. 1 for fixed feature maps: the dual when a view
         is implicit or when n_samples <= d (the summed feature dimension), the primal otherwise, both by
         eigendecomposition. The eigendecomposition uses LAPACK for at most 200 rows or more than a fifth of the
         spectrum, else the block Krylov solver.
-    degree, coef0 : float
-        Parameters of named polynomial kernels.
     rotate : bool, default=True
         Stiefel solvers: rotate the solution by the eigenvectors O of Gamma so that Gamma becomes the diagonal
         Lambda and H, U equal the eigen solution (steps 7-9 of Algorithms 3-4). Without rotation H and U are a
@@ -194,10 +233,10 @@ class MultiViewRKM(BaseEstimator):
         views collapse towards the training mean. No effect on the dual.
     stiefel_method : {"cayley_bb", "pg", "pg_anderson", "cayley_adam", "penalty"}, default="cayley_bb"
         Method of :func:`rkm.stiefel.minimize` for the Stiefel solvers ("cayley_adam" is the paper's optimizer).
-    max_iter : int, default=None
+    max_iter : int or None, default=None
         Most iterations of the Stiefel method (None: 1000), or block products of the Krylov eigensolver (None:
         its default).
-    tol : float, default=None
+    tol : float or None, default=None
         Stiefel solvers stop when ||A X - X Gamma||_F <= tol ||A||_F, A = C or K (the Riemannian gradient of
         eqs. 8 and 12; None: 1e-10). The Krylov eigensolver stops at relative residual tol (None: 1e-10).
     preimage : {"auto", "smoother", "ridge"}, default="auto"
@@ -210,12 +249,12 @@ class MultiViewRKM(BaseEstimator):
         Training points the kernel smoother averages.
     preimage_alpha : float, default=1.0
         Ridge penalty of the learned pre-image map.
-    n_threads : int, default=None
+    n_threads : int or None, default=None
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
-    random_state : int, RandomState or None
+    random_state : int, RandomState or None, default=None
         Seeds the Stiefel start (:func:`rkm.stiefel.random_point`) and the Krylov start block.
     verbose : int, default=0
-        Prints the resolved solver and the fit's progress; > 1 also the Stiefel method's history.
+        Prints the resolved solver and the fit's stages; > 1 also the Stiefel method's history.
 
     Attributes
     ----------
@@ -237,8 +276,8 @@ class MultiViewRKM(BaseEstimator):
         Feature dimension d_v of each explicit view, None for implicit ones.
     input_dims_ : list of int
         Columns of each view's input.
-    gammas_ : list of (float or None)
-        Bandwidth used by each named kernel (None where there is none).
+    gamma_ : list of (float or None)
+        Bandwidth used by each view's named kernel (None where there is none).
     objective_ : float
         -1/2 Tr(Gamma), the value of eq. 8 or 12 without its constant 1/2 Tr(C) term.
     n_iter_ : int
@@ -252,35 +291,63 @@ class MultiViewRKM(BaseEstimator):
     -----
     Inputs are taken in float64. MultiViewRKM takes a list of views, so it is not a scikit-learn transformer
     and does not support pipelines or ``clone``-based grid searches over views.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import MultiViewRKM
+    >>> t = np.linspace(0.0, 6.0, 100)[:, None]
+    >>> model = MultiViewRKM(2, kernel=("rbf", "linear"), gamma=(0.5, None)).fit([t, np.sin(t)])
+    >>> model.transform([t, np.sin(t)]).shape, model.predict_view([t[:3], None], missing=1).shape
+    ((100, 2), (3, 1))
     """
+
+    _parameter_constraints: dict = {
+        "n_components": COUNT,
+        **kernel_constraints(precomputed=False, per_level=True),
+        "solver": [StrOptions(set(SOLVERS))],
+        "rotate": ["boolean"],
+        "rescale": ["boolean"],
+        "stiefel_method": [StrOptions(set(stiefel.METHODS))],
+        "max_iter": MAX_ITER,
+        "tol": TOL,
+        "preimage": [StrOptions(set(PREIMAGES))],
+        "n_neighbors": POSITIVE_INT,
+        "preimage_alpha": POSITIVE,
+        "n_threads": N_THREADS,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
+    # A view's entry of `kernel` may also be an explicit feature map.
+    _parameter_constraints["kernel"] = [*_parameter_constraints["kernel"], *VIEW_MAPS]
 
     def __init__(
         self,
-        n_components,
-        kernels=("rbf", "linear"),
-        gammas=None,
-        solver="auto",
+        n_components: int,
         *,
-        degree=3,
-        coef0=1.0,
-        rotate=True,
-        rescale=True,
-        stiefel_method="cayley_bb",
-        max_iter=None,
-        tol=None,
-        preimage="auto",
-        n_neighbors=10,
-        preimage_alpha=1.0,
-        n_threads=None,
+        kernel="rbf",
+        gamma: float | None | list | tuple = None,
+        degree: float | list | tuple = 3,
+        coef0: float | list | tuple = 1.0,
+        solver: str = "auto",
+        rotate: bool = True,
+        rescale: bool = True,
+        stiefel_method: str = "cayley_bb",
+        max_iter: int | None = None,
+        tol: float | None = None,
+        preimage: str = "auto",
+        n_neighbors: int = 10,
+        preimage_alpha: float = 1.0,
+        n_threads: int | None = None,
         random_state=None,
-        verbose=0,
+        verbose: int = 0,
     ):
         self.n_components = n_components
-        self.kernels = kernels
-        self.gammas = gammas
-        self.solver = solver
+        self.kernel = kernel
+        self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.solver = solver
         self.rotate = rotate
         self.rescale = rescale
         self.stiefel_method = stiefel_method
@@ -295,96 +362,89 @@ class MultiViewRKM(BaseEstimator):
 
     # ------------------------------------------------------------------ parameters
 
-    def _validate_params(self):
-        check_int(self.n_components, "n_components")
-        if not isinstance(self.kernels, (list, tuple)) or len(self.kernels) == 0:
-            raise ValueError(f"kernels: must be a non-empty list or tuple (one entry per view), got {self.kernels!r}")
-        if self.gammas is not None and (
-            not isinstance(self.gammas, (list, tuple)) or len(self.gammas) != len(self.kernels)
-        ):
-            raise ValueError(
-                f"gammas: must be None or a list or tuple with one entry per view ({len(self.kernels)}), "
-                f"got {self.gammas!r}"
-            )
-        check_choices((
-            ("solver", self.solver, SOLVERS),
-            ("stiefel_method", self.stiefel_method, stiefel.METHODS),
-            ("preimage", self.preimage, PREIMAGES),
-        ))
-        for name in ("rotate", "rescale"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name}: must be True or False, got {getattr(self, name)!r}")
-        check_int(self.max_iter, "max_iter", allow_none=True)
-        check_positive(self.tol, "tol", allow_none=True)
-        check_int(self.n_neighbors, "n_neighbors")
-        check_positive(self.preimage_alpha, "preimage_alpha")
-        check_n_threads(self.n_threads)
-        check_int(self.verbose, "verbose", low=0)
+    def _check_params_vs_input(self, arrays):
+        """The rules that need the views: one entry per view in each per-view parameter, each view's kernel entry
+        resolved and checked (with its gamma, degree and coef0), and no implicit view for a primal solver.
 
-    def _view_source(self, index, n_features):
-        """(kind, source, gamma) of view `index`: a kernel spec for "kernel", None for "linear", an unfitted
-        transformer clone or a callable for "map"."""
-        entry = self.kernels[index]
-        gamma = None if self.gammas is None else self.gammas[index]
-        if isinstance(entry, (str, Kernel)):
-            try:
-                spec = kernel_spec(entry, gamma, self.degree, self.coef0, n_features)
-            except ValueError as error:
-                raise _renamed(error, index) from None
-            return ("linear", None, None) if spec[0] == "linear" else ("kernel", spec, spec[1])
-        if hasattr(entry, "fit") and hasattr(entry, "transform"):
-            return "map", clone(entry, safe=False), None
-        if callable(entry):
-            return "map", entry, None
-        raise ValueError(
-            f"kernels[{index}]: must be a kernel name, an rkm.kernels.Kernel, a transformer with fit and transform, "
-            f"or a callable returning features, got {entry!r}"
-        )
-
-    def _resolve_solver(self, views, n_samples):
-        implicit = [v for v, view in enumerate(views) if not view.explicit]
+        Returns the (kind, source, gamma, name) of each view: kind "kernel" with the spec (name, gamma, degree,
+        coef0), "linear" (source None) or "map" (an unfitted transformer clone or a callable); name is the
+        parameter entry that messages about the view's map cite ("kernel" or "kernel[1]")."""
+        n_views = len(arrays)
+        if isinstance(self.kernel, (list, tuple)) and len(self.kernel) == 0:
+            raise ValueError("kernel: must be one value or a non-empty list or tuple (one entry per view), got "
+                             f"{self.kernel!r}")
+        values = {name: _per_view(getattr(self, name), name, n_views) for name in PER_VIEW}
+        sequences = [name for name in PER_VIEW if isinstance(getattr(self, name), (list, tuple))]
+        sources = []
+        for index, X in enumerate(arrays):
+            entry, gamma, degree, coef0 = (values[name][index] for name in PER_VIEW)
+            cited = f"kernel[{index}]" if "kernel" in sequences else "kernel"
+            if isinstance(entry, (str, Kernel)):
+                try:
+                    spec = kernel_spec(entry, gamma, degree, coef0, X.shape[1])
+                except ValueError as error:
+                    raise _renamed(error, index, sequences) from None
+                linear = spec[0] == "linear"
+                sources.append(("linear", None, None, cited) if linear else ("kernel", spec, spec[1], cited))
+            elif hasattr(entry, "fit") and hasattr(entry, "transform"):
+                sources.append(("map", clone(entry, safe=False), None, cited))
+            elif callable(entry):
+                sources.append(("map", entry, None, cited))
+            else:
+                raise ValueError(
+                    f"{cited}: must be a kernel name, an rkm.kernels.Kernel, a transformer with fit and transform, "
+                    f"or a callable returning features, got {entry!r}"
+                )
+        implicit = [index for index, source in enumerate(sources) if source[0] == "kernel"]
         if self.solver.startswith("primal") and implicit:
-            v = implicit[0]
+            index = implicit[0]
             raise ValueError(
-                f"solver: {self.solver!r} needs explicit feature maps, but view {v} has the implicit kernel "
-                f"{views[v].source[0]!r}; use a dual solver, or an explicit map such as "
+                f"solver: {self.solver!r} needs explicit feature maps, but view {index} has the implicit kernel "
+                f"{sources[index][1][0]!r}; use a dual solver, or an explicit map such as "
                 "rkm.features.RandomFourierFeatures"
             )
-        if self.solver != "auto":
-            return self.solver
-        if implicit:
-            return "dual_eig"
-        d = sum(view.dim for view in views)
-        return "dual_eig" if n_samples <= AUTO_DUAL_FEATURE_RATIO * d else "primal_eig"
+        return sources
 
-    def _say(self, message):
-        if self.verbose:
-            print(f"MultiViewRKM [{time.perf_counter() - self._fit_began:7.2f} s] {message}", flush=True)
+    def _resolve_solver(self, views, n_samples):
+        """The solver of solver="auto" (Fig. 1), and n_components checked against the size of the problem it
+        solves: n_samples in the dual, the summed dimension d of the fitted feature maps in the primal (known
+        only once the maps are fitted, hence here rather than in _check_params_vs_input)."""
+        solver = self.solver
+        if solver == "auto":
+            d = None if any(not view.explicit for view in views) else sum(view.dim for view in views)
+            solver = "dual_eig" if d is None or n_samples <= AUTO_DUAL_FEATURE_RATIO * d else "primal_eig"
+        size = n_samples if solver.startswith("dual") else sum(view.dim for view in views)
+        if self.n_components > size:
+            what = "n_samples" if solver.startswith("dual") else "the summed feature dimension d"
+            raise ValueError(f"n_components: must be at most {what} = {size} for {solver!r}, got {self.n_components}")
+        return solver
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, views, y=None):
+    @_fit_context(prefer_skip_nested_validation=False)  # `kernel` may hold transformers: they validate their own
+    def fit(self, views: Sequence[ArrayLike], y: None = None) -> MultiViewRKM:
         """Fit the model on the training views.
 
         Parameters
         ----------
         views : list or tuple of array-like
-            One (n_samples, p_v) array per entry of ``kernels`` (a 1-D array is one column), all with the same
-            n_samples >= 2.
-        y : ignored
+            One (n_samples, p_v) array per view (per entry of ``kernel`` when it is a sequence; a 1-D array is one
+            column), all with the same n_samples >= 2.
+        y : None
+            Ignored.
 
         Returns
         -------
-        self
+        self : MultiViewRKM
+            The fitted model.
         """
-        self._validate_params()
-        self._fit_began = time.perf_counter()
+        self._progress = Progress(type(self).__name__, self.verbose)
         try:
             self._fit(views)
         except BaseException:  # errors and Ctrl-C alike: never leave a half-fitted model
             self._forget_fit()
             raise
-        self._say(f"fitted {self.n_components} components")
+        self._progress(f"fitted {self.n_components} components")
         return self
 
     def _forget_fit(self):
@@ -392,19 +452,15 @@ class MultiViewRKM(BaseEstimator):
             delattr(self, name)
 
     def _fit(self, views):
-        arrays = _check_views(views, len(self.kernels))
+        n_views = len(self.kernel) if isinstance(self.kernel, (list, tuple)) and self.kernel else None
+        arrays = _check_views(views, n_views, why=" (one per entry of kernel)")
         n = arrays[0].shape[0]
         if n < 2:
             raise ValueError(f"views: centring needs at least 2 samples (rows), got {n}")
-        views = [self._fitted_view(v, X) for v, X in enumerate(arrays)]
+        sources = self._check_params_vs_input(arrays)
+        views = [self._fitted_view(source, X) for source, X in zip(sources, arrays, strict=True)]
         self.solver_ = self._resolve_solver(views, n)
-        self._say(f"solver {self.solver_!r} for {n} samples and {len(views)} views")
-        size = n if self.solver_.startswith("dual") else sum(view.dim for view in views)
-        if self.n_components > size:
-            what = "n_samples" if self.solver_.startswith("dual") else "the summed feature dimension d"
-            raise ValueError(
-                f"n_components: must be at most {what} = {size} for {self.solver_!r}, got {self.n_components}"
-            )
+        self._progress(f"solver {self.solver_!r} for {n} samples and {len(views)} views")
         with blas_threads(thread_count(self.n_threads)):
             if self.solver_.startswith("primal"):
                 self._fit_primal(views)
@@ -415,7 +471,7 @@ class MultiViewRKM(BaseEstimator):
         self.U_ = [view.U for view in views]
         self.view_dims_ = [view.dim for view in views]
         self.input_dims_ = [view.X.shape[1] for view in views]
-        self.gammas_ = [view.gamma for view in views]
+        self.gamma_ = [view.gamma for view in views]
         self.objective_ = -0.5 * float(np.trace(self._gamma))
         self.preimages_ = ["identity" if view.kind == "linear" else self._resolved_preimage() for view in views]
         for view in views:
@@ -426,16 +482,16 @@ class MultiViewRKM(BaseEstimator):
     def _resolved_preimage(self):
         return "smoother" if self.preimage == "auto" else self.preimage
 
-    def _fitted_view(self, index, X):
-        """The view's source resolved and, for an explicit view, its training features and their mean."""
-        kind, source, gamma = self._view_source(index, X.shape[1])
-        view = _View(kind, source, X, gamma)
+    def _fitted_view(self, source, X):
+        """The view of a resolved source and, for an explicit view, its training features and their mean."""
+        kind, source, gamma, name = source
+        view = _View(kind, source, X, gamma, name=name)
         if kind == "linear":
             view.features = X
         elif kind == "map":
             if hasattr(source, "fit"):
                 source.fit(X)
-            view.features = _explicit_features(source, X, f"kernels[{index}]")
+            view.features = _explicit_features(source, X, name)
         if view.explicit:
             view.mean = view.features.mean(axis=0)
             view.dim = view.features.shape[1]
@@ -469,7 +525,7 @@ class MultiViewRKM(BaseEstimator):
                 f"{result.nit} iterations at ||A X - X Gamma||_F = {result.grad_norm:.3g}, above tol ||A||_F = "
                 f"{tol:.3g}: {result.message}; increase max_iter or tol",
                 ConvergenceWarning,
-                stacklevel=6,
+                stacklevel=7,  # the user's call of fit (through _fit_context's wrapper)
             )
         X = result.x
         Gamma = X.T @ A @ X
@@ -528,7 +584,7 @@ class MultiViewRKM(BaseEstimator):
         Phi = np.hstack([view.features for view in views])
         Phi -= np.concatenate([view.mean for view in views])
         C = np.ascontiguousarray(FeatureMoments.from_block(Phi).scatter)
-        self._say(f"covariance of {C.shape[0]} features")
+        self._progress(f"covariance of {C.shape[0]} features")
         U_tilde, Gamma = self._solve(C, "covariance C")
         self._store_gamma(Gamma)
         U = U_tilde @ self._gamma_sqrt if self.rescale else U_tilde
@@ -566,7 +622,7 @@ class MultiViewRKM(BaseEstimator):
         K = kernels[0].copy() if len(kernels) > 1 else kernels[0]
         for K_v in kernels[1:]:
             K += K_v
-        self._say(f"summed centred kernel of {K.shape[0]} samples")
+        self._progress(f"summed centred kernel of {K.shape[0]} samples")
         H, Gamma = self._solve(K, "kernel matrix K")
         del K
         self._store_gamma(Gamma)
@@ -611,7 +667,7 @@ class MultiViewRKM(BaseEstimator):
 
     # ------------------------------------------------------------------ inference
 
-    def _centred_rows(self, view, X, index):
+    def _centred_rows(self, view, X):
         """Kernel rows k_v(x*, X_train) fully centred with the training statistics (dual); an explicit map's rows
         are phi(x*) Phi_train^T."""
         if view.kind == "kernel":
@@ -620,29 +676,29 @@ class MultiViewRKM(BaseEstimator):
         elif view.kind == "linear":
             rows = kernel_matrix(X, view.X, "linear", n_threads=self.n_threads)
         else:
-            rows = np.ascontiguousarray(_explicit_features(view.source, X, f"kernels[{index}]") @ view.features.T)
+            rows = np.ascontiguousarray(_explicit_features(view.source, X, view.name) @ view.features.T)
         _core.center_kernel_rows(rows, view.column_means, view.grand_mean, self.n_threads)
         return rows
 
-    def _view_scores(self, view, X, index):
+    def _view_scores(self, view, X):
         """U_v^T phi_c,v(x*) (primal) or H^T k~_v(x*) (dual) for the rows of X: shape (n*, s)."""
         if self.solver_.startswith("primal"):
-            Phi = X if view.kind == "linear" else _explicit_features(view.source, X, f"kernels[{index}]")
+            Phi = X if view.kind == "linear" else _explicit_features(view.source, X, view.name)
             return (Phi - view.mean) @ view.U
         n_train = self.H_.shape[0]
         step = max(1, ROW_BLOCK_BYTES // (8 * n_train))
-        return np.vstack([self._centred_rows(view, X[start:start + step], index) @ self.H_
+        return np.vstack([self._centred_rows(view, X[start:start + step]) @ self.H_
                           for start in range(0, X.shape[0], step)])
 
     def _scores(self, arrays, skip=None):
         with blas_threads(thread_count(self.n_threads)):
-            return sum(self._view_scores(view, X, v) for v, (view, X) in enumerate(zip(self._views, arrays, strict=True))
+            return sum(self._view_scores(view, X) for v, (view, X) in enumerate(zip(self._views, arrays, strict=True))
                        if v != skip)
 
     def _check_new_views(self, views, missing=None):
         return _check_views(views, self.n_views_, missing, self.input_dims_)
 
-    def transform(self, views):
+    def transform(self, views: Sequence[ArrayLike]) -> np.ndarray:
         """Hidden features of new points from all their views, eq. 6.
 
         h* = Gamma^(-1) sum_v U_v^T phi_c,v(x*) in the primal, Gamma^(-1) H^T sum_v k~_v(x*) in the dual; on the
@@ -680,7 +736,7 @@ class MultiViewRKM(BaseEstimator):
             )
         return ((scores @ vectors) / values) @ vectors.T
 
-    def predict_latent(self, views, missing):
+    def predict_latent(self, views: Sequence[ArrayLike], missing: int) -> np.ndarray:
         """Hidden features of new points inferred without view `missing` (the h* of eqs. 15-16).
 
         Parameters
@@ -699,7 +755,7 @@ class MultiViewRKM(BaseEstimator):
         arrays = self._check_new_views(views, missing)
         return self._missing_latents(self._scores(arrays, skip=missing), missing)
 
-    def predict_view(self, views, missing):
+    def predict_view(self, views: Sequence[ArrayLike], missing: int) -> np.ndarray:
         """Infer view `missing` of new points from their other views, eq. 15 (primal) or 16 (dual), then map it
         to the view's input space: exactly for a linear view (the feature plus the training mean), else by the
         pre-image method ``preimage``.
