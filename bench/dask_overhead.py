@@ -1,7 +1,7 @@
 """Cost of fitting kernel PCA on a Dask array instead of a NumPy array of the same data.
 
-Fits ``rkm.KernelPCA(method="nystrom", n_landmarks=1000, n_components=10)`` on seeded synthetic data
-(200 000 x 64 float64 by default), and ``method="matrix_free"`` (tol 1e-6) on its first 20 000 rows, in
+Fits ``rkm.KernelPCA(n_components=10, feature_map=rkm.features.Nystroem(1000))`` on seeded synthetic data
+(200 000 x 64 float64 by default), and ``kernel_storage="matrix_free"`` (tol 1e-6) on its first 20 000 rows, in
 memory, then on the same data as a Dask array of row chunks (25 000 rows; 5 000 for matrix-free) on a
 local cluster of one worker with two threads and of two single-threaded workers (same two cores). The Dask
 array is persisted on the cluster before timing, so the times count the fit, not the transfer of the data;
@@ -28,8 +28,8 @@ N_FEATURES = 64
 HEADING = "## Large-N kernel PCA: Dask"
 # (method, samples, chunk rows, estimator options)
 CASES = (
-    ("nystrom", None, 25_000, dict(n_landmarks=1000)),
-    ("matrix_free", 20_000, 5_000, dict(tol=1e-6)),
+    ("nystrom", None, 25_000, dict(feature_map=rkm.features.Nystroem(1000, random_state=0))),
+    ("matrix_free", 20_000, 5_000, dict(kernel_storage="matrix_free", tol=1e-6)),
 )
 # Eigenvalues of the Dask fit agree with the in-memory fit to rounding (the reduction order differs).
 EIGENVALUE_RTOL = 1e-8
@@ -43,7 +43,7 @@ def make_data(n_samples, seed=0):
 
 
 def fit(X, method, options):
-    model = rkm.KernelPCA(n_components=10, method=method, random_state=0, **options).fit(X)
+    model = rkm.KernelPCA(n_components=10, random_state=0, **options).fit(X)
     if hasattr(model.H_, "compute"):  # a lazy Dask array
         model.H_.compute()
     return model

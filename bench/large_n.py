@@ -79,7 +79,7 @@ def run_case(case, **kwargs):
 def case_width(X, n_threads, width, tol, **_):
     """The matrix-free Krylov solve with a given block width."""
     # The core's matrix-free Krylov eigensolver itself is what this case times, at block widths of its choice:
-    # KernelPCA(method="matrix_free") picks its block width and start block itself, with no public knob.
+    # KernelPCA(kernel_storage="matrix_free") picks its block width and start block itself, with no public knob.
     from rkm import _core
 
     start = np.random.default_rng(0).standard_normal((X.shape[0], width))
@@ -92,14 +92,24 @@ def case_width(X, n_threads, width, tol, **_):
     return dict(seconds=seconds, products=n_iter, residual=float(residuals.max()), converged=converged)
 
 
-def case_fit(X, n_threads, method, tol=None, **options):
-    """A KernelPCA fit of X: time, eigenvalues, residuals."""
+def kernel_pca(method, gamma, n_threads, random_state=0, rank=None, tol=None):
+    """rkm's KernelPCA with the kernel held as `method` says: stored ("dense"), recomputed ("matrix_free"), or
+    through a feature map of rank `rank` ("nystrom": uniform landmarks; "rff": orthogonal random features)."""
     import rkm
 
-    options = {k: v for k, v in options.items() if k in ("n_landmarks", "n_features", "landmarks")}
-    model = rkm.KernelPCA(
-        N_COMPONENTS, gamma=_gamma(X), method=method, tol=tol, random_state=0, n_threads=n_threads, **options
-    )
+    common = {"gamma": gamma, "random_state": random_state, "n_threads": n_threads}
+    if method == "nystrom":
+        feature_map = rkm.features.Nystroem(rank, **common)
+    elif method == "rff":
+        feature_map = rkm.features.RandomFourierFeatures(rank, orthogonal=True, **common)
+    else:
+        return rkm.KernelPCA(N_COMPONENTS, kernel_storage=method, tol=tol, **common)
+    return rkm.KernelPCA(N_COMPONENTS, feature_map=feature_map, tol=tol, n_threads=n_threads)
+
+
+def case_fit(X, n_threads, method, tol=None, rank=None, **_):
+    """A KernelPCA fit of X: time, eigenvalues, residuals."""
+    model = kernel_pca(method, _gamma(X), n_threads, rank=rank, tol=tol)
     began = time.perf_counter()
     model.fit(X)
     seconds = time.perf_counter() - began
@@ -110,11 +120,7 @@ def case_fit(X, n_threads, method, tol=None, **options):
 
 
 def _exact_eigenvalues(X, n_threads):
-    import rkm
-
-    return rkm.KernelPCA(N_COMPONENTS, gamma=_gamma(X), method="dense", random_state=0, n_threads=n_threads).fit(
-        X
-    ).eigenvalues_
+    return kernel_pca("dense", _gamma(X), n_threads).fit(X).eigenvalues_
 
 
 SEEDS = 5
@@ -128,16 +134,12 @@ def case_peer(X, n_threads, library, method, rank, exact=True, seeds=SEEDS, **_)
     from sklearn.kernel_approximation import Nystroem, RBFSampler
     from sklearn.pipeline import make_pipeline
 
-    import rkm
 
     gamma = _gamma(X)
 
     def fit(seed):
         if library == "rkm":
-            option = {"n_landmarks": rank} if method == "nystrom" else {"n_features": rank}
-            model = rkm.KernelPCA(N_COMPONENTS, gamma=gamma, method=method, random_state=seed, n_threads=n_threads,
-                                  **option)
-            return model.fit(X).eigenvalues_
+            return kernel_pca(method, gamma, n_threads, random_state=seed, rank=rank).fit(X).eigenvalues_
         features = (
             Nystroem(gamma=gamma, n_components=rank, random_state=seed)
             if method == "nystrom"
@@ -223,7 +225,7 @@ def part_dense(args, log):
         rows.append([method, f"{r['seconds']:.1f}", gib(r["peak_bytes"]), str(r["products"]), f"{r['residual']:.1e}"])
     difference = np.max(np.abs(eigenvalues["dense"] - eigenvalues["matrix_free"]) / eigenvalues["dense"])
     return (
-        f"KernelPCA(10, method=...) on N = 30000 noisy digits (d = 64, float64, default tol 1e-10). Largest relative "
+        f"KernelPCA(10, kernel_storage=...) on N = 30000 noisy digits (d = 64, float64, default tol 1e-10). Largest relative "
         f"difference between the two methods' eigenvalues: {difference:.1e}.\n\n"
         + markdown_table(["method", "fit s", "peak memory GiB", "block products", "max residual"], rows)
     )
@@ -235,7 +237,7 @@ def part_matrix_free(args, log):
     row = [str(args.matrix_free_n), f"{r['seconds']:.0f}", f"{r['seconds'] / 60:.1f}", gib(r["peak_bytes"]),
            str(r["products"]), f"{r['residual']:.1e}"]
     return (
-        f"KernelPCA(10, method=\"matrix_free\", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, "
+        f"KernelPCA(10, kernel_storage=\"matrix_free\", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, "
         "float64). The stored kernel would take "
         f"{args.matrix_free_n**2 * 8 / 2**30:.0f} GiB. Peak memory is what the fit added to the process.\n\n"
         + markdown_table(["N", "fit s", "fit min", "peak memory GiB", "block products", "max residual"], [row])
@@ -244,12 +246,12 @@ def part_matrix_free(args, log):
 
 def part_million(args, log):
     rows = []
-    for method, option in (("nystrom", {"n_landmarks": 2000}), ("rff", {"n_features": 2000})):
-        r = run_case("fit", n=args.million_n, n_threads=args.n_threads, method=method, **option)
+    for method in ("nystrom", "rff"):
+        r = run_case("fit", n=args.million_n, n_threads=args.n_threads, method=method, rank=2000)
         log(f"{method} N={args.million_n}: {r}")
-        rows.append([method, str(list(option.values())[0]), f"{r['seconds']:.1f}", gib(r["peak_bytes"])])
+        rows.append([method, "2000", f"{r['seconds']:.1f}", gib(r["peak_bytes"])])
     return (
-        f"KernelPCA(10, method=...) on N = {args.million_n} noisy digits (d = 64, float64; the data take "
+        f"KernelPCA(10, feature_map=Nystroem(2000) or RandomFourierFeatures(2000, orthogonal=True)) on N = {args.million_n} noisy digits (d = 64, float64; the data take "
         f"{args.million_n * 64 * 8 / 2**30:.2f} GiB).\n\n"
         + markdown_table(["method", "m", "fit s", "peak memory GiB"], rows)
     )
@@ -270,7 +272,7 @@ def part_peers(args, log):
                              gib(r["sklearn"]["peak_bytes"]), f"{r['rkm']['error']:.1e} / {r['rkm']['worst']:.1e}",
                              f"{r['sklearn']['error']:.1e} / {r['sklearn']['worst']:.1e}"])
     return (
-        "Top-10 kernel PCA through an explicit feature map of rank m: rkm's KernelPCA(method=\"nystrom\" | \"rff\") "
+        "Top-10 kernel PCA through an explicit feature map of rank m: rkm's KernelPCA(feature_map=Nystroem(m) | RandomFourierFeatures(m, orthogonal=True)) "
         "against scikit-learn's make_pipeline(Nystroem | RBFSampler, PCA(10)), same gamma and rank (rkm's rff uses "
         f"orthogonal random features), each with random_state 0 to {SEEDS - 1}. Times: median fit. Eigenvalue "
         "error: largest |lambda - lambda_exact| / lambda_exact,1 against the exact kernel PCA (rkm's dense solver), "
@@ -294,7 +296,7 @@ def part_approx(args, log):
         "||K - Phi Phi^T|| / ||K|| of the feature map, and the largest relative error of the top-10 eigenvalues of "
         "the primal kernel PCA on those features against the exact dense fit. "
         "nystrom: uniform landmarks; rff: plain random Fourier features; orf: orthogonal random features (what "
-        "KernelPCA(method=\"rff\") uses for rbf).\n\n"
+        "the README's RandomFourierFeatures(orthogonal=True) example uses for rbf).\n\n"
         + markdown_table(["map", "m", "kernel error", "eigenvalue error"], rows)
     )
 

@@ -32,7 +32,7 @@ sizes in about a minute; --dual-sizes, --primal-n, --cg-n and --loo-n set sizes)
 
     python bench/lssvm_perf.py --quick               # all parts at small sizes
     python bench/lssvm_perf.py --only dual loo       # full sizes of these parts
-    python bench/lssvm_perf.py --only cg --cg-storage stored
+    python bench/lssvm_perf.py --only cg --cg-storage dense
 """
 
 import os
@@ -423,7 +423,7 @@ def part_primal(args, sizes, log):
 def part_cg(args, sizes, log):
     n, rows = sizes["cg_n"], []
     for storage in args.cg_storage:
-        dtype = np.float32 if storage == "stored" else np.float64
+        dtype = np.float32 if storage == "dense" else np.float64
         r = run_case(
             "cg", n=n, dtype=dtype, n_threads=args.n_threads, storage=storage, tol=1e-6
         )
@@ -525,8 +525,8 @@ def main():
     parser.add_argument(
         "--cg-storage",
         nargs="+",
-        choices=("stored", "matrix_free"),
-        default=["stored", "matrix_free"],
+        choices=("dense", "matrix_free"),
+        default=["dense", "matrix_free"],
     )
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()

@@ -152,7 +152,7 @@ def test_demo_large_n_step(quick_demo):
     # Approximations of rank 1000-2000 on 2000 (or 1797) samples: close, not exact.
     assert rows["nystrom"]["difference"] < 0.05 and rows["rff"]["difference"] < 0.2
     assert rows["matrix_free"]["memory"] < rows["dense"]["memory"] / 2
-    assert "KernelPCA(method=...) on the same" in quick_demo.text
+    assert "KernelPCA(kernel_storage=... or feature_map=...) on the same" in quick_demo.text
 
 
 def test_demo_lssvm_step(quick_demo):

@@ -7,7 +7,6 @@ import pytest
 from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rkm import KernelPCA, _core, reference, stiefel
 from rkm.deep import _constr_levels
@@ -319,16 +318,6 @@ def test_bad_data_and_components(deep_model):
         model.denoise(X, components=((0,),))
     with pytest.raises(ValueError, match="^X: expected shape"):
         model.inverse_transform(np.zeros((3, 2)))
-
-
-# ---------------------------------------------------------------------- scikit-learn contract
-
-
-@parametrize_with_checks([ConstrainedDeepRKM((2, 1), max_iter=50)])
-def test_sklearn_compatible_estimator(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # 50 iterations on the checks' data
-        check(estimator)
 
 
 # ---------------------------------------------------------------------------------------- level numerics

@@ -12,8 +12,7 @@ distributed = pytest.importorskip("distributed")
 
 import rkm  # noqa: E402
 from rkm import _core  # noqa: E402
-from rkm._utils import primal  # noqa: E402
-from rkm._utils import dask_arrays
+from rkm._utils import dask_arrays, primal  # noqa: E402
 from rkm.features import Nystroem, RandomFourierFeatures  # noqa: E402
 from rkm.kernels import RBF  # noqa: E402
 
@@ -294,17 +293,31 @@ def computed(A):
 @pytest.mark.parametrize(
     "params, rtol",
     [
-        (dict(method="nystrom", n_landmarks=200), 1e-10),
-        (dict(method="rff", n_features=300), 1e-10),
-        (dict(method="matrix_free"), 1e-8),
+        (dict(feature_map=Nystroem(n_components=200, random_state=0)), 1e-10),
+        (dict(feature_map=RandomFourierFeatures(n_components=300, orthogonal=True, random_state=0)), 1e-10),
+        (dict(kernel_storage="matrix_free"), 1e-8),
     ],
     ids=["nystrom", "rff", "matrix_free"],
 )
 def test_kernel_pca_fit_dask_equals_in_memory(client, X, params, rtol):
     expected = rkm.KernelPCA(n_components=5, random_state=0, **params).fit(X)
     model = rkm.KernelPCA(n_components=5, random_state=0, **params).fit(as_dask(X))
+    assert model.kernel_storage_ == expected.kernel_storage_
     assert_allclose(model.eigenvalues_, expected.eigenvalues_, rtol=rtol)
     assert_allclose(computed(model.H_), computed(expected.H_), atol=1e-8)
     Z = model.transform(as_dask(X[:150], row_chunks=(100, 50)))
     assert dask_arrays.is_dask_array(Z)
     assert_close_to_scale(Z.compute(), expected.transform(X[:150]), 1e-8)
+
+
+def test_kernel_pca_on_dask_resolves_auto_to_matrix_free_and_refuses_dense(X):
+    # "auto" never approximates: a Dask array without a feature map runs the exact matrix-free products.
+    import dask
+
+    with dask.config.set(scheduler="sync"):
+        model = rkm.KernelPCA(n_components=2, random_state=0).fit(as_dask(X))
+    assert model.kernel_storage_ == "matrix_free" and not hasattr(model, "feature_map_")
+    with pytest.raises(ValueError, match="^kernel_storage: 'dense' needs X in memory; with a dask array use"):
+        rkm.KernelPCA(n_components=2, kernel_storage="dense").fit(as_dask(X))
+    with pytest.raises(ValueError, match="^The 'n_components' parameter of Nystroem"):
+        rkm.KernelPCA(n_components=2, feature_map=Nystroem(n_components=0)).fit(as_dask(X))

@@ -35,7 +35,10 @@ def _matrix(spectrum, seed):
 @pytest.fixture(scope="module")
 def problems():
     """Each spectrum's matrix with its exact eigenvalues, descending."""
-    return {name: (_matrix(spectrum, seed), np.sort(spectrum)[::-1]) for seed, (name, spectrum) in enumerate(SPECTRA.items())}
+    return {
+        name: (_matrix(spectrum, seed), np.sort(spectrum)[::-1])
+        for seed, (name, spectrum) in enumerate(SPECTRA.items())
+    }
 
 
 def _check_result(A, exact, dtype, tol, w, V, residuals, converged):
@@ -46,7 +49,8 @@ def _check_result(A, exact, dtype, tol, w, V, residuals, converged):
     true = np.linalg.norm(A @ V64 - V64 * w64, axis=0) / scale
     # The reported residuals are the true ones, up to the rounding of one product with A.
     np.testing.assert_allclose(residuals, true, rtol=0.1, atol=10 * attainable)
-    assert converged == bool(np.all(residuals <= (tol if tol is not None else (1e-10 if dtype == np.float64 else 1e-4))))
+    default_tol = 1e-10 if dtype == np.float64 else 1e-4
+    assert converged == bool(np.all(residuals <= (tol if tol is not None else default_tol)))
     # Rayleigh-Ritz values never exceed the eigenvalues they approximate (Cauchy interlacing), and are as
     # close to them as the residual norm (Kahan's bound for symmetric matrices).
     assert np.all(w64 <= exact[:S] + 10 * attainable * scale)

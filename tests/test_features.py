@@ -1,18 +1,18 @@
 """rkm.features (Nyström and random Fourier features) and the primal kernel PCA helpers of rkm._utils.primal."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
 from sklearn.kernel_approximation import Nystroem as SklearnNystroem
 from sklearn.kernel_approximation import RBFSampler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rkm import KernelPCA, features
-from rkm._utils.threads import blas_threads
 from rkm._utils.primal import FeatureMoments, feature_moments, hidden_features, primal_components
+from rkm._utils.threads import blas_threads
 from rkm.features import Nystroem, RandomFourierFeatures, renyi_entropy
-from rkm.kernels import RBF, kernel_matrix
+from rkm.kernels import RBF, Polynomial, kernel_matrix
 
 
 def _data(n=300, d=16, seed=1):
@@ -352,27 +352,29 @@ def test_transform_in_small_blocks_equals_one_block(model, monkeypatch):
 @pytest.mark.parametrize(
     "model, message",
     [
-        (Nystroem(0), "n_components: must be a positive int"),
-        (Nystroem(2.5), "n_components: must be a positive int"),
-        (Nystroem(True), "n_components: must be a positive int"),
+        (Nystroem(0), "The 'n_components' parameter of Nystroem must be an int in the range [1, inf). Got 0"),
+        (Nystroem(2.5), "The 'n_components' parameter of Nystroem must be an int in the range [1, inf). Got 2.5"),
+        (Nystroem(True), "The 'n_components' parameter of Nystroem must be an int in the range [1, inf). Got True"),
         (Nystroem(11), "n_components: 11 landmarks need at least as many samples, got n_samples = 10"),
-        (Nystroem(3, landmarks="random"), "landmarks: must be one of"),
-        (Nystroem(3, kernel="sigmoid"), "kernel: unknown kernel"),
+        (Nystroem(3, landmarks="random"), "The 'landmarks' parameter of Nystroem must be a str among"),
+        (Nystroem(3, kernel="sigmoid"), "The 'kernel' parameter of Nystroem must be a str among"),
+        (Nystroem(3, kernel="precomputed"), "The 'kernel' parameter of Nystroem must be a str among"),
         (Nystroem(3, gamma=-1.0), "gamma: must be a positive finite number"),
-        (Nystroem(3, kernel="poly", degree=-1), "degree: must be a non-negative number"),
-        (Nystroem(3, n_threads=0), "n_threads: must be None"),
-        (Nystroem(3, random_state="seed"), "random_state: "),
-        (RandomFourierFeatures(-3), "n_components: must be a positive int"),
-        (RandomFourierFeatures(3, kernel="poly"), "kernel: must be one of rbf, laplacian"),
+        (Nystroem(3, kernel="poly", degree=-1), "The 'degree' parameter of Nystroem must be a float in the range [0"),
+        (Nystroem(3, n_threads=0), "The 'n_threads' parameter of Nystroem must be None"),
+        (Nystroem(3, random_state="seed"), "The 'random_state' parameter of Nystroem"),
+        (RandomFourierFeatures(-3), "The 'n_components' parameter of RandomFourierFeatures must be an int in"),
+        (RandomFourierFeatures(3, kernel="poly"), "The 'kernel' parameter of RandomFourierFeatures must be a str"),
+        (RandomFourierFeatures(3, kernel=Polynomial()), "kernel: must be one of rbf, laplacian"),
         (RandomFourierFeatures(3, kernel="laplacian", orthogonal=True), "orthogonal: orthogonal random features"),
-        (RandomFourierFeatures(3, orthogonal="yes"), "orthogonal: must be True or False"),
-        (RandomFourierFeatures(3, gamma=np.inf), "gamma: must be a positive finite number"),
+        (RandomFourierFeatures(3, orthogonal="yes"), "The 'orthogonal' parameter of RandomFourierFeatures must be"),
+        (RandomFourierFeatures(3, gamma=np.inf), "The 'gamma' parameter of RandomFourierFeatures must be None or"),
         (RandomFourierFeatures(3, gamma=1e300), "gamma: 1e+300 makes the random weights overflow float32"),
     ],
 )
 def test_bad_parameters_raise_naming_the_argument(model, message):
     X = _data(10, 3).astype(np.float32)
-    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace("+", r"\+")):
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
         model.fit(X)
 
 
@@ -462,7 +464,7 @@ def test_primal_with_every_landmark_equals_exact_kernel_pca():
     moments = feature_moments(model, X)
     eigenvalues, U = primal_components(moments, 6)
     H = hidden_features(model, X, moments.mean, U, eigenvalues)
-    exact = KernelPCA(6, gamma=0.2, eigen_solver="dense").fit(X)
+    exact = KernelPCA(6, gamma=0.2, solver="dense").fit(X)
     np.testing.assert_allclose(eigenvalues, exact.eigenvalues_, rtol=1e-9)
     np.testing.assert_allclose(np.abs(H.T @ exact.H_), np.eye(6), atol=1e-8)
 
@@ -503,19 +505,3 @@ def test_primal_bad_input():
         hidden_features(model, X, moments.mean, U[:5], eigenvalues)
     with pytest.raises(ValueError, match=r"^eigenvalues: must have shape \(3,\)"):
         hidden_features(model, X, moments.mean, U, eigenvalues[:2])
-
-
-# ---------------------------------------------------------------------- scikit-learn contract
-
-
-@parametrize_with_checks(
-    [
-        Nystroem(5, random_state=0),
-        Nystroem(5, landmarks="kmeans++", random_state=0),
-        Nystroem(5, landmarks="renyi", random_state=0),
-        RandomFourierFeatures(20, random_state=0),
-        RandomFourierFeatures(20, orthogonal=True, random_state=0),
-    ]
-)
-def test_sklearn_compatible_transformer(estimator, check):
-    check(estimator)

@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rkm import KernelAutoencoder, KernelPCA, reference
 from rkm.kernels import kernel_matrix
@@ -389,29 +388,6 @@ def test_out_of_sample_input_is_checked():
         model.inverse_transform(np.ones((2, 2)))
     with pytest.raises(ValueError, match="^gradient:"):
         model.loss_and_grad(X, gradient="fd")
-
-
-# The checks pass K²AE "Gram matrices" that are not kernel matrices (centred by a scalar, or cast to integers),
-# which the fit refuses, and score K²AE without the test points' k(x, x), which its distortion needs.
-_K2AE_EXPECTED_FAILURES = {
-    "check_positive_only_tag_during_fit": "X - mean(X) of a Gram matrix is indefinite",
-    "check_estimators_dtypes": "a Gram matrix truncated to integers is indefinite",
-    "check_fit_score_takes_y": "score needs diag = k(x, x) for K²AE",
-    "check_pipeline_consistency": "score needs diag = k(x, x) for K²AE",
-}
-
-
-def _expected_failures(estimator):
-    return _K2AE_EXPECTED_FAILURES if estimator.kernel == "precomputed" else {}
-
-
-@parametrize_with_checks([KernelAutoencoder(max_iter=20, random_state=0),
-                          KernelAutoencoder(kernel="precomputed", max_iter=20, random_state=0)],
-                         expected_failed_checks=_expected_failures)
-def test_sklearn_compatible_estimator(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 def test_barzilai_borwein_steps_use_the_previous_iterate():

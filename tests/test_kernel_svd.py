@@ -1,11 +1,12 @@
 """rkm.shallow.kernel_svd.KernelSVD: matrix SVD, the eigenproblem of Suykens 2017 eq. 3.31, out-of-sample encoding by
 eq. 3.32, solvers, memory and bad input."""
 
+import re
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics.pairwise import pairwise_kernels
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.extmath import svd_flip
 
 from rkm._utils import validation
@@ -47,22 +48,22 @@ def test_linear_compatible_maps_reproduce_the_matrix_svd(rng, shape, dtype):
 
 def test_rank_deficient_matrix_keeps_its_rank(rng):
     A = rng.normal(size=(9, 3)) @ rng.normal(size=(3, 6))
-    model = KernelSVD(compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
     U, sigma, V = _numpy_svd(A)
     assert model.singular_values_.shape == (3,)  # n_components=None: the numerical rank
     np.testing.assert_allclose(model.singular_values_, sigma[:3], rtol=1e-10)
     np.testing.assert_allclose(model.H_e_, U[:, :3], atol=1e-9)
     np.testing.assert_allclose(model.H_r_, V[:, :3], atol=1e-9)
     # Asking for more components than the rank gives zero singular values, whose hidden features are 0.
-    full = KernelSVD(5, compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    full = KernelSVD(5, kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
     assert np.all(full.singular_values_[3:] < 1e-12 * sigma[0])
     np.testing.assert_array_equal(full.transform(A)[:, 3:], 0.0)
 
 
 def test_eta_scales_lambda_only(rng):
     A = rng.normal(size=(7, 4))
-    plain = KernelSVD(compatibility=np.linalg.pinv(A)).fit(A, A.T)
-    scaled = KernelSVD(compatibility=np.linalg.pinv(A), eta=4.0).fit(A, A.T)
+    plain = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    scaled = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A), eta=4.0).fit(A, A.T)
     np.testing.assert_allclose(scaled.eigenvalues_, plain.singular_values_ / 4.0, rtol=1e-12)
     np.testing.assert_allclose(scaled.singular_values_, plain.singular_values_, rtol=1e-12)
     np.testing.assert_allclose(scaled.H_e_, plain.H_e_, atol=1e-12)
@@ -129,7 +130,7 @@ def test_linear_primal_weights_equal_the_dual_model(rng):
     X, Z = rng.normal(size=(30, 4)), rng.normal(size=(25, 6))
     C = rng.normal(size=(4, 6))
     eta = 3.0
-    model = KernelSVD(4, compatibility=C, eta=eta, scaling="score").fit(X, Z)  # X C Z^T has rank 4
+    model = KernelSVD(4, kernel="linear", compatibility=C, eta=eta, scaling="score").fit(X, Z)  # X C Z^T: rank 4
     np.testing.assert_allclose(model.W_, Z.T @ model.H_r_ / eta, rtol=1e-12)
     np.testing.assert_allclose(model.V_, (X @ C).T @ model.H_e_ / eta, rtol=1e-12)
     X_new, Z_new = rng.normal(size=(6, 4)), rng.normal(size=(3, 6))
@@ -159,7 +160,7 @@ def test_one_source_is_uncentred_kernel_pca(rng):
     """Z = X (Z=None): the symmetric case of section 2.2.2, kernel PCA without centring."""
     X = rng.normal(size=(60, 3))
     svd = KernelSVD(6, kernel="rbf", gamma=0.2, eta=2.0).fit(X)
-    pca = KernelPCA(6, kernel="rbf", gamma=0.2, eta=2.0, center=False, eigen_solver="dense").fit(X)
+    pca = KernelPCA(6, kernel="rbf", gamma=0.2, eta=2.0, center=False, solver="dense").fit(X)
     np.testing.assert_allclose(svd.eigenvalues_, pca.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(svd.H_e_, pca.H_, atol=1e-9)
     np.testing.assert_allclose(svd.H_r_, pca.H_, atol=1e-9)
@@ -177,8 +178,8 @@ def large_sources(rng):
 def test_arpack_matches_dense(large_sources, dtype):
     X, Z = (A.astype(dtype) for A in large_sources)
     truncated = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z)
-    dense = KernelSVD(5, kernel="rbf", gamma=0.5, svd_solver="dense").fit(X, Z)
-    assert truncated.svd_solver_ == "arpack" and dense.svd_solver_ == "dense"  # "auto": 5 of min(N, M) = 300
+    dense = KernelSVD(5, kernel="rbf", gamma=0.5, solver="dense").fit(X, Z)
+    assert truncated.solver_ == "arpack" and dense.solver_ == "dense"  # "auto": 5 of min(N, M) = 300
     assert truncated.n_iter_ > 1 and dense.n_iter_ == 1
     tol = RTOL[dtype]
     sigma = dense.singular_values_
@@ -193,8 +194,8 @@ def test_arpack_matches_dense(large_sources, dtype):
 def test_arpack_not_converged_warns_and_falls_back_to_dense(rng):
     G = rng.normal(size=(400, 300))  # a flat spectrum: one ARPACK restart is not enough
     with pytest.warns(ConvergenceWarning, match="ARPACK did not converge within max_iter=1"):
-        model = KernelSVD(10, kernel="precomputed", svd_solver="arpack", max_iter=1, random_state=0).fit(G)
-    assert model.svd_solver_ == "dense"
+        model = KernelSVD(10, kernel="precomputed", solver="arpack", max_iter=1, random_state=0).fit(G)
+    assert model.solver_ == "dense"
     np.testing.assert_allclose(model.singular_values_, np.linalg.svd(G, compute_uv=False)[:10], rtol=1e-10)
 
 
@@ -205,6 +206,17 @@ def test_thread_counts_agree(large_sources):
     np.testing.assert_allclose(two.singular_values_, one.singular_values_, rtol=1e-12)
     np.testing.assert_allclose(two.transform(X[:20]), one.transform(X[:20]), atol=1e-10)
     np.testing.assert_allclose(two.transform_z(Z[:20]), one.transform_z(Z[:20]), atol=1e-10)
+
+
+def test_verbose_reports_the_solver_and_the_svd_time(large_sources, capsys):
+    X, Z = large_sources
+    model = KernelSVD(5, gamma=0.5, random_state=0, verbose=1).fit(X, Z)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("KernelSVD [") for line in lines)
+    assert lines[0].endswith("solver 'arpack' for a 400 x 300 cross-Gram matrix (float64)")
+    assert re.search(rf"arpack SVD in \d+\.\d\d s \({model.n_iter_} products with G\^T G\)$", lines[1])
+    KernelSVD(5, gamma=0.5, random_state=0).fit(X, Z)
+    assert capsys.readouterr().out == ""
 
 
 def test_float32_model_and_mixed_inputs(rng):
@@ -238,31 +250,34 @@ def test_cross_gram_that_cannot_fit_is_refused_before_allocating(rng, monkeypatc
 
 def _bad_parameter_cases():
     bad = [
-        ({"eta": 0.0}, "eta:"),
-        ({"eta": -1.0}, "eta:"),
-        ({"eta": float("nan")}, "eta:"),
-        ({"eta": float("inf")}, "eta:"),
+        ({"eta": 0.0}, "The 'eta' parameter of KernelSVD must be a float in the range"),
+        ({"eta": -1.0}, "The 'eta' parameter of KernelSVD must be a float in the range"),
+        ({"eta": float("nan")}, "The 'eta' parameter of KernelSVD must be a float in the range"),
+        ({"eta": float("inf")}, "The 'eta' parameter of KernelSVD must be a float in the range"),
         ({"eta": 1e-320}, "eta: the eigenvalues sigma / eta overflow"),
-        ({"n_components": 0}, "n_components:"),
-        ({"n_components": 2.5}, "n_components:"),
-        ({"n_components": True}, "n_components:"),
+        ({"n_components": 0}, "The 'n_components' parameter of KernelSVD must be None or an int"),
+        ({"n_components": 2.5}, "The 'n_components' parameter of KernelSVD must be None or an int"),
+        ({"n_components": True}, "The 'n_components' parameter of KernelSVD must be None or an int"),
         ({"n_components": 31}, r"n_components: must be between 1 and min\(n_samples of X, n_samples of Z\) = 30"),
-        ({"kernel": "sigmoid"}, "kernel: unknown kernel 'sigmoid'"),
-        ({"kernel": 3}, "kernel:"),
-        ({"kernel": "rbf", "gamma": -1.0}, "gamma:"),
-        ({"kernel": "poly", "degree": -2}, "degree:"),
-        ({"svd_solver": "lanczos"}, "svd_solver:"),
-        ({"svd_solver": "arpack"}, "svd_solver: 'arpack' needs n_components < "),
-        ({"svd_solver": "arpack", "n_components": 30}, "svd_solver: 'arpack' needs n_components < "),
-        ({"scaling": "sklearn"}, "scaling:"),
-        ({"n_threads": 0}, "n_threads:"),
-        ({"tol": -1.0}, "tol:"),
-        ({"max_iter": 0}, "max_iter:"),
+        ({"kernel": "sigmoid"}, "The 'kernel' parameter of KernelSVD must be a str among .*Got 'sigmoid'"),
+        ({"kernel": 3}, "The 'kernel' parameter of KernelSVD must be"),
+        ({"kernel": "rbf", "gamma": -1.0}, "gamma: must be a positive finite number"),
+        ({"kernel": "poly", "degree": -2}, "The 'degree' parameter of KernelSVD must be a float in the range"),
+        ({"solver": "lanczos"}, "The 'solver' parameter of KernelSVD must be a str among"),
+        ({"solver": "arpack"}, "solver: 'arpack' needs n_components < "),
+        ({"solver": "arpack", "n_components": 30}, "solver: 'arpack' needs n_components < "),
+        ({"scaling": "sklearn"}, "The 'scaling' parameter of KernelSVD must be a str among"),
+        ({"n_threads": 0}, "The 'n_threads' parameter of KernelSVD must be None"),
+        ({"tol": -1.0}, "The 'tol' parameter of KernelSVD must be None or a float in the range"),
+        ({"max_iter": 0}, "The 'max_iter' parameter of KernelSVD must be None or an int in the range"),
+        ({"verbose": -1}, "The 'verbose' parameter of KernelSVD must be an int in the range"),
         ({"kernel": "rbf", "compatibility": np.eye(3)}, "compatibility: only for kernel='linear'"),
-        ({"compatibility": np.eye(2)}, r"compatibility: must have shape \(d_x, d_z\) = \(3, 3\), got \(2, 2\)"),
-        ({"compatibility": np.full((3, 3), np.nan)}, "compatibility contains NaN"),
+        ({"kernel": "linear", "compatibility": np.eye(2)},
+         r"compatibility: must have shape \(d_x, d_z\) = \(3, 3\), got \(2, 2\)"),
+        ({"kernel": "linear", "compatibility": np.full((3, 3), np.nan)}, "compatibility contains NaN"),
     ]
-    return [pytest.param(params, match, id=match.split(":")[0] + str(i)) for i, (params, match) in enumerate(bad)]
+    ids = [re.findall(r"'(\w+)' parameter|^(\w+)", match)[0] for _, match in bad]
+    return [pytest.param(params, match, id="".join(ids[i]) + str(i)) for i, (params, match) in enumerate(bad)]
 
 
 @pytest.mark.parametrize("params,match", _bad_parameter_cases())
@@ -285,7 +300,7 @@ def test_bad_sources_name_the_argument(rng):
     with pytest.raises(
         ValueError, match=r"Z: has 2 features but X has 3; give a compatibility matrix C of shape \(3, 2\)"
     ):
-        KernelSVD().fit(X, Z[:, :2])
+        KernelSVD(kernel="linear").fit(X, Z[:, :2])
     with pytest.raises(ValueError, match="Expected 2D array"):
         KernelSVD().fit(X, Z[:, 0])
     with pytest.raises(ValueError, match="Z: must be None with kernel='precomputed'"):
@@ -299,76 +314,3 @@ def test_bad_sources_name_the_argument(rng):
         model.transform_z(np.full((2, 3), np.nan))
     with pytest.raises(NotFittedError):
         KernelSVD().transform_z(Z)
-
-
-# ---------------------------------------------------------------- scikit-learn's estimator checks
-
-
-class _OneSourceKernelSVD(KernelSVD):
-    """KernelSVD with scikit-learn's unsupervised fit(X, y=None) signature: the one-source model (Z = X).
-
-    scikit-learn's checks pass a 1-D target y as fit's second argument, which KernelSVD reads as the second
-    source Z; this subclass ignores y, so that every check of the estimator contract runs on the rest of
-    the class (parameters, cloning, pickling, dtypes, NaN handling, transform, n_features_in_, ...).
-    """
-
-    def fit(self, X, y=None):
-        return super().fit(X)
-
-    def fit_transform(self, X, y=None):
-        return super().fit_transform(X)
-
-
-# The checks that pass a 1-D y as fit's second positional argument: KernelSVD reads it as the second source Z,
-# which must be a 2-D array, and raises. They run on _OneSourceKernelSVD instead.
-_CHECKS_PASSING_Y = (
-    "check_dict_unchanged",
-    "check_dont_overwrite_parameters",
-    "check_dtype_object",
-    "check_estimators_dtypes",
-    "check_estimators_fit_returns_self",
-    "check_estimators_nan_inf",
-    "check_estimators_overwrite_params",
-    "check_estimators_pickle",
-    "check_f_contiguous_array_estimator",
-    "check_fit2d_1feature",
-    "check_fit2d_1sample",
-    "check_fit2d_predict1d",
-    "check_fit_check_is_fitted",
-    "check_fit_idempotent",
-    "check_fit_score_takes_y",
-    "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance",
-    "check_n_features_in",
-    "check_n_features_in_after_fitting",
-    "check_pipeline_consistency",
-    "check_positive_only_tag_during_fit",
-    "check_readonly_memmap_input",
-    "check_transformer_data_not_an_array",
-    "check_transformer_general",
-    "check_transformer_n_iter",
-    "check_transformer_preserve_dtypes",
-)
-
-
-def _expected_failed_checks(estimator):
-    if not isinstance(estimator, _OneSourceKernelSVD):
-        reason = "passes a 1-D y as fit's second argument, which KernelSVD reads as the second source Z"
-        return dict.fromkeys(_CHECKS_PASSING_Y, reason)
-    if estimator.svd_solver == "arpack":
-        return {"check_fit2d_1sample": "ARPACK needs n_components < min(N, M), impossible for one sample"}
-    return {}
-
-
-@parametrize_with_checks(
-    [
-        KernelSVD(),
-        _OneSourceKernelSVD(),
-        _OneSourceKernelSVD(2, kernel="rbf", scaling="score"),
-        _OneSourceKernelSVD(kernel="precomputed"),
-        _OneSourceKernelSVD(1, kernel="rbf", svd_solver="arpack", random_state=0),
-    ],
-    expected_failed_checks=_expected_failed_checks,
-)
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)

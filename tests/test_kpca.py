@@ -11,9 +11,10 @@ from sklearn.metrics.pairwise import pairwise_kernels
 
 from rkm import KernelPCA, _core, datasets
 from rkm._utils import validation
-from rkm.shallow import kpca
-from rkm.kernels import RBF, kernel_matrix
 from rkm._utils.eigen import fit_memory_bytes as _fit_memory_bytes
+from rkm.features import Nystroem, RandomFourierFeatures
+from rkm.kernels import RBF, kernel_matrix
+from rkm.shallow import kpca
 
 
 def _align_signs(A, B):
@@ -32,7 +33,7 @@ def blobs(rng):
                                            ("linear", {}), ("laplacian", dict(gamma=0.05)), ("cosine", {})])
 def test_matches_sklearn_kernel_pca(blobs, solver, kernel, params):
     metric = dict(metric="polynomial" if kernel == "poly" else kernel, **params)
-    ours = KernelPCA(8, kernel=kernel, eigen_solver=solver, scaling="sklearn", random_state=0, **params).fit(blobs)
+    ours = KernelPCA(8, kernel=kernel, solver=solver, scaling="sklearn", random_state=0, **params).fit(blobs)
     # scikit-learn's KernelPCA has no laplacian kernel: give it the Gram matrix instead.
     theirs = SklearnKernelPCA(8, kernel="precomputed", eigen_solver="dense").fit(pairwise_kernels(blobs, **metric))
     np.testing.assert_allclose(ours.eigenvalues_, theirs.eigenvalues_, rtol=1e-8)
@@ -98,8 +99,8 @@ def test_kernel_object_and_uncentered(blobs):
 
 
 def test_float32_preserved_and_close(blobs):
-    m64 = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=0).fit(blobs)
-    m32 = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=0).fit(blobs.astype(np.float32))
+    m64 = KernelPCA(5, gamma=0.05, solver="krylov", random_state=0).fit(blobs)
+    m32 = KernelPCA(5, gamma=0.05, solver="krylov", random_state=0).fit(blobs.astype(np.float32))
     assert m32.eigenvalues_.dtype == np.float32 and m32.H_.dtype == np.float32
     assert m32.transform(blobs[:10].astype(np.float32)).dtype == np.float32
     np.testing.assert_allclose(m32.eigenvalues_, m64.eigenvalues_, rtol=1e-4)
@@ -113,14 +114,14 @@ def test_n_components_none_keeps_positive_spectrum(rng):
 
 
 def test_random_state_makes_krylov_deterministic(blobs):
-    a = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=7).fit(blobs)
-    b = KernelPCA(5, gamma=0.05, eigen_solver="krylov", random_state=7).fit(blobs)
+    a = KernelPCA(5, gamma=0.05, solver="krylov", random_state=7).fit(blobs)
+    b = KernelPCA(5, gamma=0.05, solver="krylov", random_state=7).fit(blobs)
     assert np.array_equal(a.H_, b.H_)
 
 
 def test_krylov_non_convergence_warns(blobs):
     with pytest.warns(ConvergenceWarning, match="block products"):
-        model = KernelPCA(5, gamma=0.05, eigen_solver="krylov", max_iter=1, tol=1e-14, random_state=0).fit(blobs)
+        model = KernelPCA(5, gamma=0.05, solver="krylov", max_iter=1, tol=1e-14, random_state=0).fit(blobs)
     assert model.n_iter_ == 1 and model.eigen_residuals_.max() > 1e-14
 
 
@@ -174,11 +175,21 @@ def test_rejects_bad_shapes(blobs):
 
 
 @pytest.mark.parametrize("params,match", [
-    (dict(n_components=2000), "n_components"), (dict(n_components=0), "n_components"),
-    (dict(n_components=2, gamma=0.0), "gamma"), (dict(n_components=2, gamma=-1.0), "gamma"),
-    (dict(n_components=2, eta=0.0), "eta"), (dict(n_components=2, eigen_solver="arpack"), "eigen_solver"),
-    (dict(n_components=2, n_threads=0), "n_threads"), (dict(n_components=2, scaling="x"), "scaling"),
-    (dict(n_components=2, kernel="sigmoid"), "kernel"), (dict(n_components=2, max_iter=0), "max_iter"),
+    (dict(n_components=2000), "n_components: must be between 1 and n_samples=1500"),
+    (dict(n_components=0), "The 'n_components' parameter of KernelPCA"),
+    (dict(n_components=True), "The 'n_components' parameter of KernelPCA"),
+    (dict(n_components=2, gamma=0.0), "gamma: must be a positive finite number"),
+    (dict(n_components=2, gamma=-1.0), "gamma: must be a positive finite number"),
+    (dict(n_components=2, eta=0.0), "The 'eta' parameter of KernelPCA"),
+    (dict(n_components=2, solver="arpack"), "The 'solver' parameter of KernelPCA"),
+    (dict(n_components=2, n_threads=0), "The 'n_threads' parameter of KernelPCA"),
+    (dict(n_components=2, scaling="x"), "The 'scaling' parameter of KernelPCA"),
+    (dict(n_components=2, kernel="sigmoid"), "The 'kernel' parameter of KernelPCA"),
+    (dict(n_components=2, max_iter=0), "The 'max_iter' parameter of KernelPCA"),
+    (dict(n_components=2, center="yes"), "The 'center' parameter of KernelPCA"),
+    (dict(n_components=2, feature_map="nystrom"), "The 'feature_map' parameter of KernelPCA"),
+    (dict(n_components=2, n_neighbors=0), "The 'n_neighbors' parameter of KernelPCA"),
+    (dict(n_components=2, preimage_alpha=0.0), "The 'preimage_alpha' parameter of KernelPCA"),
 ])
 def test_rejects_invalid_hyperparameters(blobs, params, match):
     with pytest.raises(ValueError, match=match):
@@ -201,7 +212,7 @@ def test_converts_integer_fortran_and_strided_input(rng):
 def test_kernel_too_large_for_memory_raises_memory_error():
     X = np.zeros((2_000_000, 1))
     with pytest.raises(MemoryError, match="GiB"):
-        KernelPCA(2, method="dense", random_state=0).fit(X)
+        KernelPCA(2, kernel_storage="dense", random_state=0).fit(X)
 
 
 def test_single_sample_needs_uncentered_model():
@@ -284,7 +295,7 @@ def test_non_finite_kernels_are_rejected_by_fit(blobs, kernel, params, match):
 
 def test_krylov_stagnation_warns_with_the_attainable_accuracy(blobs):
     with pytest.warns(ConvergenceWarning, match="stagnated at up to .* float64 can reach"):
-        model = KernelPCA(5, gamma=0.05, eigen_solver="krylov", tol=1e-300, random_state=0).fit(blobs)
+        model = KernelPCA(5, gamma=0.05, solver="krylov", tol=1e-300, random_state=0).fit(blobs)
     assert model.n_iter_ < _core.default_max_iter(5, 8)
     assert model.eigen_residuals_.max() < 1e-12
 
@@ -297,19 +308,19 @@ def test_memory_guard_counts_the_solver_workspace(monkeypatch, rng):
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: krylov - 1)
     with pytest.raises(MemoryError, match=r"X: a kernel PCA fit of 500 samples \(krylov eigensolver, float64\) "
                                           r"needs \d+\.\d\d GiB but only \d+\.\d\d GiB"):
-        KernelPCA(5, eigen_solver="krylov", random_state=0, n_threads=2).fit(X)
+        KernelPCA(5, solver="krylov", random_state=0, n_threads=2).fit(X)
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: krylov)
-    KernelPCA(5, eigen_solver="krylov", random_state=0, n_threads=2).fit(X)
+    KernelPCA(5, solver="krylov", random_state=0, n_threads=2).fit(X)
 
 
 def test_large_dense_solve_warns_with_its_expected_time(monkeypatch, blobs):
     monkeypatch.setattr(kpca, "_DENSE_WARN_SAMPLES", 1000)
     with pytest.warns(RuntimeWarning, match=r"about \d+ min here .* cannot be interrupted"):
-        KernelPCA(5, gamma=0.05, eigen_solver="dense").fit(blobs)
+        KernelPCA(5, gamma=0.05, solver="dense").fit(blobs)
 
 
 def test_unknown_kernel_error_lists_precomputed(blobs):
-    with pytest.raises(ValueError, match="choose one of .*tanimoto, precomputed"):
+    with pytest.raises(ValueError, match="The 'kernel' parameter of KernelPCA must be a str among .*'precomputed'"):
         KernelPCA(2, kernel="foo").fit(blobs)
 
 
@@ -324,13 +335,14 @@ KERNELS = [("rbf", dict(gamma=0.05)), ("laplacian", dict(gamma=0.05)), ("poly", 
 def test_matrix_free_equals_the_stored_kernel(blobs, kernel, params, center):
     X = np.abs(blobs[:600]) if kernel == "tanimoto" else blobs[:600]
     options = dict(kernel=kernel, center=center, random_state=0, **params)
-    dense = KernelPCA(6, method="dense", eigen_solver="dense", **options).fit(X)
-    free = KernelPCA(6, method="matrix_free", **options).fit(X)
-    assert free.method_ == "matrix_free" and free.eigen_solver_ == "krylov"
+    dense = KernelPCA(6, kernel_storage="dense", solver="dense", **options).fit(X)
+    free = KernelPCA(6, kernel_storage="matrix_free", **options).fit(X)
+    assert free.kernel_storage_ == "matrix_free" and free.solver_ == "krylov"
     np.testing.assert_allclose(free.eigenvalues_, dense.eigenvalues_, rtol=1e-9, atol=1e-9 * dense.eigenvalues_[0])
     np.testing.assert_allclose(_align_signs(free.H_, dense.H_), dense.H_, atol=1e-6)
     if center:
-        np.testing.assert_allclose(free.column_means_, dense.column_means_, atol=1e-12 * np.abs(dense.column_means_).max())
+        atol = 1e-12 * np.abs(dense.column_means_).max()
+        np.testing.assert_allclose(free.column_means_, dense.column_means_, atol=atol)
     Xt = X[:50] * 1.01 + 0.01
     Z = dense.transform(Xt)
     np.testing.assert_allclose(_align_signs(free.transform(Xt), Z), Z, atol=1e-6 * np.abs(Z).max())
@@ -338,8 +350,8 @@ def test_matrix_free_equals_the_stored_kernel(blobs, kernel, params, center):
 
 def test_matrix_free_float32_matches_float64(blobs):
     X = blobs[:800]
-    f64 = KernelPCA(5, gamma=0.05, method="matrix_free", random_state=0).fit(X)
-    f32 = KernelPCA(5, gamma=0.05, method="matrix_free", random_state=0).fit(X.astype(np.float32))
+    f64 = KernelPCA(5, gamma=0.05, kernel_storage="matrix_free", random_state=0).fit(X)
+    f32 = KernelPCA(5, gamma=0.05, kernel_storage="matrix_free", random_state=0).fit(X.astype(np.float32))
     assert f32.H_.dtype == np.float32 and f32.transform(X[:10].astype(np.float32)).dtype == np.float32
     np.testing.assert_allclose(f32.eigenvalues_, f64.eigenvalues_, rtol=1e-4)
 
@@ -356,8 +368,8 @@ def test_transform_streams_the_training_set_like_explicit_kernel_rows(blobs):
 
 def test_nystroem_with_every_point_a_landmark_is_exact(blobs):
     X = blobs[:400]
-    dense = KernelPCA(6, gamma=0.05, method="dense", random_state=0).fit(X)
-    primal = KernelPCA(6, gamma=0.05, method="nystrom", n_landmarks=400, random_state=0).fit(X)
+    dense = KernelPCA(6, gamma=0.05, kernel_storage="dense", random_state=0).fit(X)
+    primal = KernelPCA(6, feature_map=Nystroem(400, gamma=0.05, random_state=0)).fit(X)
     np.testing.assert_allclose(primal.eigenvalues_, dense.eigenvalues_, rtol=1e-8)
     np.testing.assert_allclose(_align_signs(primal.H_, dense.H_), dense.H_, atol=1e-6)
     Xt = X[:30] + 0.05
@@ -366,12 +378,18 @@ def test_nystroem_with_every_point_a_landmark_is_exact(blobs):
     np.testing.assert_allclose(primal.column_means_, dense.column_means_, atol=1e-9)
 
 
-@pytest.mark.parametrize("method,option", [("nystrom", "n_landmarks"), ("rff", "n_features")])
-def test_primal_approximation_improves_with_rank(blobs, method, option):
-    exact = KernelPCA(5, gamma=0.05, method="dense", random_state=0).fit(blobs).eigenvalues_
+def _feature_map(method, m, gamma=0.05):
+    """The feature maps of the former method="nystrom" and "rff" (orthogonal random features for rbf)."""
+    if method == "nystrom":
+        return Nystroem(m, gamma=gamma, random_state=0)
+    return RandomFourierFeatures(m, gamma=gamma, orthogonal=True, random_state=0)
+
+
+@pytest.mark.parametrize("method", ["nystrom", "rff"])
+def test_primal_approximation_improves_with_rank(blobs, method):
+    exact = KernelPCA(5, gamma=0.05, kernel_storage="dense", random_state=0).fit(blobs).eigenvalues_
     errors = [
-        np.abs(KernelPCA(5, gamma=0.05, method=method, random_state=0, **{option: m}).fit(blobs).eigenvalues_ - exact).max()
-        / exact[0]
+        np.abs(KernelPCA(5, feature_map=_feature_map(method, m)).fit(blobs).eigenvalues_ - exact).max() / exact[0]
         for m in (50, 1000)
     ]
     assert errors[1] < errors[0] / 3
@@ -380,25 +398,41 @@ def test_primal_approximation_improves_with_rank(blobs, method, option):
 
 @pytest.mark.parametrize("method", ["nystrom", "rff"])
 def test_primal_training_projections_are_the_hidden_features(blobs, method):
-    model = KernelPCA(4, gamma=0.05, method=method, n_landmarks=200, n_features=300, random_state=0)
+    model = KernelPCA(4, feature_map=_feature_map(method, 200 if method == "nystrom" else 300))
     H = model.fit_transform(blobs)
     np.testing.assert_allclose(H.T @ H, np.eye(4), atol=1e-10)
     np.testing.assert_allclose(model.transform(blobs), H, atol=1e-8)
     assert model.feature_map_.n_components_ == (200 if method == "nystrom" else 300)
     assert model.primal_vectors_.shape == (model.feature_map_.n_components_, 4)
+    assert model.kernel_storage_ is None and model.solver_ == "dense"
+    assert model.feature_map_ is not model.feature_map and not hasattr(model.feature_map, "n_components_")
 
 
 def test_primal_uncentred_matches_the_uncentred_kernel(blobs):
     X = blobs[:300]
-    dense = KernelPCA(4, gamma=0.05, center=False, method="dense", random_state=0).fit(X)
-    primal = KernelPCA(4, gamma=0.05, center=False, method="nystrom", n_landmarks=300, random_state=0).fit(X)
+    dense = KernelPCA(4, gamma=0.05, center=False, kernel_storage="dense", random_state=0).fit(X)
+    primal = KernelPCA(4, center=False, feature_map=Nystroem(300, gamma=0.05, random_state=0)).fit(X)
     np.testing.assert_allclose(primal.eigenvalues_, dense.eigenvalues_, rtol=1e-8)
+
+
+def test_the_feature_maps_kernel_applies(blobs):
+    # The model's kernel parameters do not enter a fit through a feature map: its own kernel does.
+    X = blobs[:300]
+    fm = Nystroem(300, gamma=0.05, random_state=0)
+    expected = KernelPCA(4, feature_map=fm).fit(X)
+    ignored = KernelPCA(4, kernel="laplacian", gamma=7.0, feature_map=fm).fit(X)
+    np.testing.assert_array_equal(ignored.eigenvalues_, expected.eigenvalues_)
+    assert ignored.gamma_ == 0.05 and ignored.preimage_ == "fixed_point"
 
 
 @pytest.mark.parametrize("method", ["matrix_free", "nystrom"])
 def test_large_n_methods_have_pre_images(blobs, method):
-    model = KernelPCA(6, gamma=0.05, method=method, n_landmarks=300, random_state=0).fit(blobs)
-    dense = KernelPCA(6, gamma=0.05, method="dense", random_state=0).fit(blobs)
+    if method == "matrix_free":
+        options = dict(kernel_storage="matrix_free")
+    else:
+        options = dict(feature_map=_feature_map(method, 300))
+    model = KernelPCA(6, gamma=0.05, random_state=0, **options).fit(blobs)
+    dense = KernelPCA(6, gamma=0.05, kernel_storage="dense", random_state=0).fit(blobs)
     X_new = blobs[:20] + 0.2
     denoised = model.denoise(X_new)
     assert denoised.shape == X_new.shape and np.all(np.isfinite(denoised))
@@ -407,44 +441,50 @@ def test_large_n_methods_have_pre_images(blobs, method):
     np.testing.assert_allclose(denoised, dense.denoise(X_new), atol=tolerance * scale)
 
 
-def test_auto_picks_by_memory_then_size(blobs, monkeypatch):
-    assert KernelPCA(3, gamma=0.05, random_state=0).fit(blobs).method_ == "dense"
-    # With too little memory for the N x N kernel, "auto" recomputes it, and beyond the size limit approximates.
-    monkeypatch.setattr(kpca, "available_memory_bytes", lambda: 4 * blobs.shape[0] ** 2)
-    assert KernelPCA(3, gamma=0.05, random_state=0).fit(blobs).method_ == "matrix_free"
-    monkeypatch.setattr(kpca, "_AUTO_MATRIX_FREE_MAX_SAMPLES", 1000)
+def test_auto_picks_by_memory_and_never_approximates(blobs, monkeypatch):
     model = KernelPCA(3, gamma=0.05, random_state=0).fit(blobs)
-    assert model.method_ == "nystrom" and model.feature_map_.n_components_ == 1000
-    assert KernelPCA(3, kernel="precomputed").fit(kernel_matrix(blobs[:50], gamma=0.05)).method_ == "dense"
+    assert model.kernel_storage_ == "dense" and not hasattr(model, "feature_map_")
+    # With too little memory for the N x N kernel, "auto" recomputes it; it never approximates unasked.
+    monkeypatch.setattr(kpca, "available_memory_bytes", lambda: 4 * blobs.shape[0] ** 2)
+    model = KernelPCA(3, gamma=0.05, random_state=0).fit(blobs)
+    assert model.kernel_storage_ == "matrix_free" and not hasattr(model, "feature_map_")
+    with pytest.raises(ValueError, match=r"n_components: kernel_storage='matrix_free' \(chosen by 'auto'"):
+        KernelPCA(gamma=0.05).fit(blobs)
+    assert KernelPCA(3, kernel="precomputed").fit(kernel_matrix(blobs[:50], gamma=0.05)).kernel_storage_ == "dense"
 
 
 def test_matrix_free_memory_is_checked_before_allocating(monkeypatch):
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: 2**20)
     with pytest.raises(MemoryError, match=r"X: a matrix-free kernel PCA fit of 3000 samples .* GiB"):
-        KernelPCA(2, method="matrix_free").fit(np.ones((3000, 4)))
+        KernelPCA(2, kernel_storage="matrix_free").fit(np.ones((3000, 4)))
 
 
 def test_primal_memory_is_checked_before_allocating(monkeypatch):
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: 2**20)
-    with pytest.raises(MemoryError, match=r"X: a nystrom kernel PCA fit of 3000 samples with 100 features"):
-        KernelPCA(2, method="nystrom", n_landmarks=100).fit(np.random.default_rng(0).random((3000, 4)))
+    with pytest.raises(MemoryError, match=r"X: a Nystroem kernel PCA fit of 3000 samples with 100 features"):
+        KernelPCA(2, feature_map=Nystroem(100)).fit(np.random.default_rng(0).random((3000, 4)))
 
 
 @pytest.mark.parametrize(
     "params,message",
     [
-        (dict(method="fast"), "method: must be one of"),
-        (dict(method="matrix_free", kernel="precomputed"), "method: 'matrix_free' evaluates the kernel"),
-        (dict(method="nystrom", kernel="precomputed"), "method: 'nystrom' evaluates the kernel"),
-        (dict(method="rff", kernel="poly"), "method: 'rff' has random Fourier features for the rbf"),
-        (dict(method="nystrom", n_landmarks=500), "n_landmarks: at most n_samples=100"),
-        (dict(method="nystrom", n_landmarks=0), "n_landmarks: must be a positive int"),
-        (dict(method="rff", n_features=0), "n_features: must be a positive int"),
-        (dict(method="rff", n_features=2.5), "n_features: must be a positive int"),
-        (dict(method="nystrom", landmarks="random"), "landmarks: must be one of"),
-        (dict(method="matrix_free", eigen_solver="dense"), "eigen_solver: 'dense' needs the stored kernel"),
-        (dict(method="nystrom", preimage="ridge"), "preimage: 'ridge' solves an n_samples x n_samples"),
-        (dict(method="rff", n_features=3, n_components=5), "n_components: at most the 3 features"),
+        (dict(kernel_storage="fast"), "The 'kernel_storage' parameter of KernelPCA must be a str among"),
+        (dict(kernel_storage="nystrom"), "The 'kernel_storage' parameter of KernelPCA must be a str among"),
+        (dict(kernel_storage="matrix_free", kernel="precomputed"), "kernel_storage: 'matrix_free' evaluates the"),
+        (dict(feature_map=Nystroem(10), kernel="precomputed"), "feature_map: maps X itself to features; with "
+                                                                "kernel='precomputed'"),
+        (dict(feature_map=RandomFourierFeatures(10, kernel="poly")), "The 'kernel' parameter of RandomFourierFeatures"),
+        (dict(feature_map=Nystroem(500)), "n_components: 500 landmarks need at least as many samples, got n_samples"),
+        (dict(feature_map=Nystroem(0)), "The 'n_components' parameter of Nystroem must be an int"),
+        (dict(feature_map=RandomFourierFeatures(0)), "The 'n_components' parameter of RandomFourierFeatures"),
+        (dict(feature_map=RandomFourierFeatures(2.5)), "The 'n_components' parameter of RandomFourierFeatures"),
+        (dict(feature_map=Nystroem(10, landmarks="random")), "The 'landmarks' parameter of Nystroem"),
+        (dict(feature_map=Nystroem(10), kernel_storage="matrix_free"), "kernel_storage: 'matrix_free' holds the exact"),
+        (dict(feature_map=Nystroem(10), solver="krylov"), "solver: a feature_map's m x m problem is solved by the"),
+        (dict(kernel_storage="matrix_free", solver="dense"), "solver: 'dense' needs the stored kernel"),
+        (dict(feature_map=Nystroem(10), preimage="ridge"), "preimage: 'ridge' solves an n_samples x n_samples"),
+        (dict(kernel_storage="matrix_free", preimage="ridge"), "preimage: 'ridge' solves an n_samples x n_samples"),
+        (dict(feature_map=RandomFourierFeatures(3), n_components=5), "n_components: at most the 3 features"),
     ],
 )
 def test_large_n_methods_reject_bad_parameters(params, message):
@@ -459,20 +499,24 @@ def test_matrix_free_on_a_zero_kernel_behaves_as_dense(kernel):
     # All-zero rows give a zero kernel: no Nyström start, and the same warning and zero spectrum as "dense".
     X = np.zeros((300, 3))
     with pytest.warns(RuntimeWarning, match="barely varies"):
-        free = KernelPCA(2, kernel=kernel, method="matrix_free", random_state=0).fit(X)
+        free = KernelPCA(2, kernel=kernel, kernel_storage="matrix_free", random_state=0).fit(X)
     np.testing.assert_array_equal(free.eigenvalues_, [0.0, 0.0])
 
 
 def test_verbose_matrix_free_fit_reports_each_block_product(blobs, capsys):
-    model = KernelPCA(3, gamma=0.05, method="matrix_free", verbose=1, random_state=0).fit(blobs[:500])
+    model = KernelPCA(3, gamma=0.05, kernel_storage="matrix_free", verbose=1, random_state=0).fit(blobs[:500])
     lines = capsys.readouterr().out.splitlines()
-    assert "method 'matrix_free' for 500 samples" in lines[0]
+    assert lines[0].startswith("KernelPCA [")
+    assert "kernel_storage 'matrix_free', solver 'krylov' for 500 samples" in lines[0]
     products = [line for line in lines if "block product" in line and line.endswith("done")]
     assert len(products) == model.n_iter_ and products[-1].endswith(f"block product {model.n_iter_} done")
     assert lines[-1].endswith("fitted 3 components")
-    KernelPCA(3, gamma=0.05, method="matrix_free", random_state=0).fit(blobs[:500])
+    KernelPCA(3, gamma=0.05, kernel_storage="matrix_free", random_state=0).fit(blobs[:500])
     assert capsys.readouterr().out == ""
-    with pytest.raises(ValueError, match="verbose: must be a non-negative int"):
+    KernelPCA(3, feature_map=Nystroem(50, random_state=0), verbose=1).fit(blobs[:500])
+    lines = capsys.readouterr().out.splitlines()
+    assert "feature_map Nystroem for 500 samples" in lines[0] and lines[-1].endswith("fitted 3 components")
+    with pytest.raises(ValueError, match="The 'verbose' parameter of KernelPCA must be an int in the range"):
         KernelPCA(3, verbose=-1).fit(blobs[:50])
 
 
@@ -486,5 +530,5 @@ def test_an_error_in_the_progress_callback_stops_the_solver(blobs):
 
 
 def test_matrix_free_needs_a_number_of_components():
-    with pytest.raises(ValueError, match="n_components: method='matrix_free' needs"):
-        KernelPCA(method="matrix_free").fit(np.random.default_rng(0).random((50, 3)))
+    with pytest.raises(ValueError, match="n_components: kernel_storage='matrix_free' needs"):
+        KernelPCA(kernel_storage="matrix_free").fit(np.random.default_rng(0).random((50, 3)))

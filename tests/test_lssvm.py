@@ -12,7 +12,6 @@ from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 import rkm
 from rkm import LSSVMClassifier, LSSVMRegressor, _core, reference
-from rkm._utils import primal
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import RBF, kernel_matrix
 
@@ -317,7 +316,7 @@ def test_one_vs_all_outputs_are_per_class_regressions(rng):
 def test_classifier_rejects_a_single_class(rng):
     with pytest.raises(ValueError, match="y: needs at least two classes, got 1 class"):
         LSSVMClassifier().fit(rng.standard_normal((10, 2)), np.zeros(10))
-    with pytest.raises(ValueError, match="coding: "):
+    with pytest.raises(ValueError, match="The 'coding' parameter of LSSVMClassifier must be a str among"):
         LSSVMClassifier(coding="one_vs_one").fit(rng.standard_normal((10, 2)), np.arange(10) % 3)
 
 
@@ -341,8 +340,10 @@ def test_loo_selects_like_explicit_cross_validation(rng):
     closed = [LSSVMRegressor(gamma=1.0, lam=lam, loo=True).fit(X, y).loo_mse_ for lam in grid]
     explicit = []
     for lam in grid:
-        errors = [y[i] - LSSVMRegressor(gamma=1.0, lam=lam).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i:i + 1])[0]
-                  for i in range(len(X))]
+        errors = [
+            y[i] - LSSVMRegressor(gamma=1.0, lam=lam).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i : i + 1])[0]
+            for i in range(len(X))
+        ]
         explicit.append(np.mean(np.square(errors)))
     np.testing.assert_allclose(closed, explicit, rtol=1e-7)
 
@@ -353,20 +354,23 @@ def test_loo_selects_like_explicit_cross_validation(rng):
 @pytest.mark.parametrize(
     "params, match",
     [
-        (dict(lam=0.0), "lam: "),
-        (dict(eta=-1.0), "eta: "),
-        (dict(solver="qr"), "solver: "),
-        (dict(preconditioner="jacobi"), "preconditioner: "),
-        (dict(kernel_storage="disk"), "kernel_storage: "),
-        (dict(max_iter=0), "max_iter: "),
-        (dict(n_landmarks=1000), "n_landmarks: "),
-        (dict(tol=-1.0), "tol: "),
-        (dict(kernel="sigmoid"), "kernel: "),
-        (dict(feature_map="quadratic"), "feature_map: "),
+        (dict(lam=0.0), "The 'lam' parameter of LSSVMRegressor must be a float in the range"),
+        (dict(eta=-1.0), "The 'eta' parameter of LSSVMRegressor must be a float in the range"),
+        (dict(solver="qr"), "The 'solver' parameter of LSSVMRegressor must be a str among"),
+        (dict(preconditioner="jacobi"), "The 'preconditioner' parameter of LSSVMRegressor must be a str among"),
+        (dict(kernel_storage="disk"), "The 'kernel_storage' parameter of LSSVMRegressor must be a str among"),
+        (dict(kernel_storage="stored"), "The 'kernel_storage' parameter of LSSVMRegressor must be a str among"),
+        (dict(max_iter=0), "The 'max_iter' parameter of LSSVMRegressor must be None or an int in the range"),
+        (dict(preconditioner_rank=0), "The 'preconditioner_rank' parameter of LSSVMRegressor must be None or an int"),
+        (dict(preconditioner_rank=1000), "preconditioner_rank: at most n_samples=30, got 1000"),
+        (dict(tol=-1.0), "The 'tol' parameter of LSSVMRegressor must be None or a float in the range"),
+        (dict(kernel="sigmoid"), "The 'kernel' parameter of LSSVMRegressor must be a str among"),
+        (dict(feature_map="quadratic"), "The 'feature_map' parameter of LSSVMRegressor must be None, a str among"),
+        (dict(feature_map=object()), "The 'feature_map' parameter of LSSVMRegressor must be None, a str among"),
         (dict(solver="primal"), "feature_map: "),
         (dict(solver="cg", feature_map="linear"), "feature_map: "),
-        (dict(loo="yes"), "loo: "),
-        (dict(n_threads=0), "n_threads: "),
+        (dict(loo="yes"), "The 'loo' parameter of LSSVMRegressor must be an instance of 'bool'"),
+        (dict(n_threads=0), "The 'n_threads' parameter of LSSVMRegressor must be None"),
     ],
 )
 def test_invalid_parameters_name_the_argument(rng, params, match):
@@ -422,16 +426,28 @@ def test_no_warning_on_a_plain_fit(rng):
 
 
 @pytest.mark.parametrize("preconditioner", ["nystrom", "pivoted_cholesky", None])
-@pytest.mark.parametrize("kernel_storage", ["matrix_free", "stored"])
+@pytest.mark.parametrize("kernel_storage", ["matrix_free", "dense"])
 def test_cg_solver_agrees_with_cholesky(rng, preconditioner, kernel_storage):
     X, Y = _regression_data(rng, n=400, p=2)
     params = dict(gamma=0.5, lam=0.05, eta=2.0)
     exact = LSSVMRegressor(mixed_precision=False, **params).fit(X, Y)
     model = LSSVMRegressor(solver="cg", preconditioner=preconditioner, kernel_storage=kernel_storage, tol=1e-10,
-                           n_landmarks=50, random_state=0, **params).fit(X, Y)
+                           preconditioner_rank=50, random_state=0, **params).fit(X, Y)
     assert model.solver_ == "cg" and model.n_iter_ >= 1 and np.max(model.cg_residuals_) <= 1e-10
     X_new = rng.standard_normal((30, 3))
     np.testing.assert_allclose(model.predict(X_new), exact.predict(X_new), atol=1e-7 * np.abs(Y).max())
+
+
+def test_verbose_lines_carry_the_estimator_name(rng, capsys):
+    X, Y = _regression_data(rng, n=200)
+    LSSVMRegressor(solver="cg", lam=0.1, preconditioner=None, tol=1e-10, verbose=1).fit(X, Y.ravel())
+    lines = capsys.readouterr().out.splitlines()
+    assert all(line.startswith("LSSVMRegressor [") for line in lines)
+    assert lines[0].endswith("solver 'cg', N = 200, 1 output(s)")
+    assert any("iteration 10: max relative residual" in line for line in lines)
+    assert "converged" in lines[-1]
+    LSSVMRegressor(solver="cg", lam=0.1, preconditioner=None, tol=1e-10).fit(X, Y.ravel())
+    assert capsys.readouterr().out == ""
 
 
 def test_cg_solver_warns_when_it_stops_early(rng):
@@ -442,9 +458,9 @@ def test_cg_solver_warns_when_it_stops_early(rng):
 
 
 def test_auto_solver_takes_cg_beyond_the_dense_limit(rng, monkeypatch):
-    import rkm.lssvm
+    from rkm.shallow import lssvm
 
-    monkeypatch.setattr(rkm.lssvm, "AUTO_CHOLESKY_MAX_SAMPLES", 100)
+    monkeypatch.setattr(lssvm, "AUTO_CHOLESKY_MAX_SAMPLES", 100)
     X, Y = _regression_data(rng, n=150)
     model = LSSVMRegressor(gamma=0.5, lam=0.1, random_state=0).fit(X, Y.ravel())
     assert model.solver_ == "cg"

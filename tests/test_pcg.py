@@ -7,8 +7,8 @@ import scipy.linalg
 
 from rkm._utils import validation
 from rkm._utils.threads import blas_threads
-from rkm.shallow._pcg import default_max_iter, default_rank, lssvm_pcg_fit, pivoted_cholesky
 from rkm.kernels import kernel_matrix
+from rkm.shallow._pcg import default_max_iter, default_rank, lssvm_pcg_fit, pivoted_cholesky
 
 GAMMA = 0.5
 PRECONDITIONERS = ["nystrom", "pivoted_cholesky", None]
@@ -34,7 +34,7 @@ def _data(n=300, d=3, seed=0, dtype=np.float64):
 
 def _kernel_as_solved(X, storage):
     """K as the solver multiplies it: stored in X's dtype, or evaluated in double from X's values."""
-    if storage == "stored":
+    if storage == "dense":
         return kernel_matrix(X, None, "rbf", GAMMA).astype(np.float64)
     return kernel_matrix(X.astype(np.float64), None, "rbf", GAMMA)
 
@@ -70,7 +70,7 @@ def _fit(X, Y, **kwargs):
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
-@pytest.mark.parametrize("storage", ["matrix_free", "stored"])
+@pytest.mark.parametrize("storage", ["matrix_free", "dense"])
 def test_solution_satisfies_eq_3_16_and_matches_a_dense_solve(storage, preconditioner, fit_intercept, dtype):
     X, Y = _data(dtype=dtype)
     tol, eta, lam = 1e-8, 2.0, 0.1
@@ -190,13 +190,14 @@ def test_max_iter_reached_is_reported():
 
 @pytest.mark.parametrize("preconditioner", ["nystrom", None])
 def test_tol_below_attainable_accuracy_stops_at_stagnation(preconditioner):
-    X, Y = _data(n=200)
-    max_iter = 5000
+    n, max_iter = 200, 5000
+    X, Y = _data(n=n)
     result = _fit(X, Y, lam=1e-2, preconditioner=preconditioner, tol=1e-18, max_iter=max_iter)
     assert not result.converged
     assert "stagnated" in result.message and result.n_iter < max_iter
-    # It still returns the most accurate iterate it found.
-    assert result.residuals.max() < 1e-13
+    # It still returns the most accurate iterate it found: a residual at the working precision, whose level
+    # (1.2e-13 to 1.5e-13 here, depending on the BLAS build's summation order) scales with eps sqrt(n).
+    assert result.residuals.max() < 100 * np.finfo(np.float64).eps * np.sqrt(n)
     M = _bordered(_kernel_as_solved(X, "matrix_free"), 1.0, 1e-2, True)
     exact = np.linalg.solve(M, np.vstack([Y, np.zeros((1, 3))]))
     assert np.abs(_stack(result, True) - exact).max() <= 1e-10 * np.abs(exact).max()
@@ -235,7 +236,7 @@ def test_verbose_prints_progress(capsys):
         ({"rank": 10.0}, "rank"),
         ({"rank": 0, "preconditioner": None}, "rank"),
         ({"preconditioner": "jacobi"}, "preconditioner"),
-        ({"storage": "dense"}, "storage"),
+        ({"storage": "stored"}, "storage"),
         ({"eta": 0.0}, "eta"),
         ({"lam": -1.0}, "lam"),
         ({"fit_intercept": "yes"}, "fit_intercept"),
@@ -275,7 +276,7 @@ def test_stored_kernel_that_cannot_fit_is_refused_before_allocating(monkeypatch)
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: 10**5)
     X, Y = _data()
     with pytest.raises(MemoryError, match="^storage: .*300 x 300 float64 kernel matrix.*storage='matrix_free'"):
-        _fit(X, Y, storage="stored")
+        _fit(X, Y, storage="dense")
 
 
 def test_badly_scaled_system_is_a_clear_error():

@@ -395,7 +395,7 @@ PCA_PARAMS = dict(
                            st.sampled_from([0, -1, 61, 1.5, True, np.int64(2)]), 20),
     eta=reals(0.1, 10.0, one_in=20),
     center=st.booleans(),
-    eigen_solver=sometimes(st.sampled_from(["auto", "dense", "krylov"]), st.just("arpack"), 20),
+    solver=sometimes(st.sampled_from(["auto", "dense", "krylov"]), st.just("arpack"), 20),
     n_threads=sometimes(st.sampled_from(N_THREADS), st.sampled_from(BAD_N_THREADS), 20),
     random_state=st.integers(0, 2**32 - 1),
     tol=st.one_of(st.none(), sometimes(st.sampled_from([1e-10, 1e-4, 1e-300]),
@@ -408,7 +408,7 @@ PCA_PARAMS = dict(
     preimage_max_iter=sometimes(st.sampled_from([100, 1, 10]), st.just(0), 20),
 )
 PCA_DEFAULTS = dict(
-    n_components=None, eta=1.0, center=True, eigen_solver="auto", n_threads=None, random_state=0, tol=None,
+    n_components=None, eta=1.0, center=True, solver="auto", n_threads=None, random_state=0, tol=None,
     max_iter=None, scaling="hidden", preimage="auto", n_neighbors=10, preimage_alpha=1.0, preimage_max_iter=100,
 )
 # Projections come with more columns than any fitted model has; each test cuts them to the model's width.
@@ -518,21 +518,21 @@ def test_precomputed_kernel_pca_is_finite_or_raises(data, fit_transform, z_extra
                layouts=st.sampled_from(["C", "F", "list"]), poison=False, scaled=False,
                distributions=("normal",)),
     kernel=st.sampled_from(KERNEL_NAMES), n_components=st.one_of(st.none(), st.integers(1, 8)),
-    eigen_solver=st.sampled_from(["auto", "dense", "krylov"]), scaling=st.sampled_from(["hidden", "score", "sklearn"]),
+    solver=st.sampled_from(["auto", "dense", "krylov"]), scaling=st.sampled_from(["hidden", "score", "sklearn"]),
     preimage=st.sampled_from(["auto", "smoother", "ridge"]), center=st.booleans(),
     new_as=st.sampled_from(["same", "float64", "float32", "list"]),
 )
 # Found by this property: float32 training data with float64 new data; a model left with no component.
-@example(X=np.array([[0.5], [-0.5], [1.0]], np.float32), kernel="rbf", n_components=1, eigen_solver="auto",
+@example(X=np.array([[0.5], [-0.5], [1.0]], np.float32), kernel="rbf", n_components=1, solver="auto",
          scaling="hidden", preimage="auto", center=True, new_as="float64")
-@example(X=np.array([[1.0], [2.0], [3.0]]), kernel="cosine", n_components=None, eigen_solver="auto",
+@example(X=np.array([[1.0], [2.0], [3.0]]), kernel="cosine", n_components=None, solver="auto",
          scaling="hidden", preimage="ridge", center=True, new_as="same")
-def test_kernel_pca_accepts_ordinary_input(X, kernel, n_components, eigen_solver, scaling, preimage, center, new_as):
+def test_kernel_pca_accepts_ordinary_input(X, kernel, n_components, solver, scaling, preimage, center, new_as):
     """Gaussian samples of moderate size with valid hyperparameters never raise (the contract is not vacuous),
     whatever float dtype or list the new data comes in."""
     X = _ordinary(X)
     n_components = None if n_components is None else min(n_components, len(X))
-    model = KernelPCA(n_components, kernel=kernel, gamma=0.5, degree=2, eigen_solver=eigen_solver,
+    model = KernelPCA(n_components, kernel=kernel, gamma=0.5, degree=2, solver=solver,
                       scaling=scaling, preimage=preimage, center=center, random_state=0)
     m = min(7, len(X))
     X_new = X[:m] if new_as == "same" else X[:m].tolist() if new_as == "list" else X[:m].astype(new_as)

@@ -38,21 +38,34 @@ J. A. K. Suykens, "Deep restricted kernel machines using conjugate feature duali
 D. Arthur and S. Vassilvitskii, "k-means++: the advantages of careful seeding", SODA 2007.
 """
 
+from __future__ import annotations
+
 import numbers
 import warnings
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from numpy.typing import ArrayLike
+from sklearn import get_config
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.exceptions import PositiveSpectrumWarning
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm._utils.validation import FLOAT_DTYPES, check_fits_in_memory
-from rkm._utils.threads import blas_threads, check_n_threads, thread_count
 from rkm._utils.eigen import fix_signs
-from rkm.kernels import kernel_matrix, kernel_spec
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import (
+    COUNT,
+    FLOAT_DTYPES,
+    N_THREADS,
+    POSITIVE,
+    RANDOM_STATE,
+    check_fits_in_memory,
+    kernel_constraints,
+)
+from rkm.kernels import Kernel, kernel_matrix, kernel_spec
 
 __all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]
 
@@ -111,12 +124,14 @@ def _row_blocks(n_rows, row_bytes):
 class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """The fit protocol, blockwise transform and scikit-learn plumbing shared by the feature maps.
 
-    Subclasses define ``_check_params(n_samples)``, ``_draw_sample(rng, n_samples)``,
+    Subclasses define ``_parameter_constraints``, ``_check_params_vs_input(n_samples)``,
+    ``_draw_sample(rng, n_samples)``,
     ``_fit_from_sample(X_sample, rng, indices, n_features)``, ``_transform_block(X)``, ``_model_dtype``,
     ``_n_features_out`` and ``_row_bytes``.
     """
 
-    def fit(self, X, y=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: ArrayLike, y: None = None) -> _FeatureMap:
         """Fit the feature map from the rows of X it needs.
 
         Parameters
@@ -129,14 +144,16 @@ class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self
         """
         X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=1)
-        indices = self._sample_indices(X.shape[0])
+        indices = self._draw_indices(X.shape[0])
         return self._fit_sample(X[indices], X.shape[0], X.shape[1])
 
     def _sample_indices(self, n_samples):
         """Sorted indices of the rows ``_fit_sample`` needs, drawn from ``random_state`` only.
 
-        Validates the parameters. The random state continues into the ``_fit_sample`` call that must follow,
-        so that a fit from these rows, wherever they come from, equals ``fit`` on the whole data.
+        Validates the parameters (as ``fit`` does: the constraints unless scikit-learn's
+        ``skip_parameter_validation`` is set, then the rules that need n_samples). The random state continues
+        into the ``_fit_sample`` call that must follow, so that a fit from these rows, wherever they come from,
+        equals ``fit`` on the whole data.
 
         Parameters
         ----------
@@ -146,9 +163,14 @@ class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         -------
         indices : ndarray of int64, sorted
         """
+        if not get_config()["skip_parameter_validation"]:
+            self._validate_params()
+        return self._draw_indices(n_samples)
+
+    def _draw_indices(self, n_samples):
+        """``_sample_indices`` after the parameter constraints: the rules that need n_samples, then the draw."""
         n_samples = _check_count(n_samples, "n_samples")
-        self._check_params(n_samples)
-        check_n_threads(self.n_threads)
+        self._check_params_vs_input(n_samples)
         try:
             rng = check_random_state(self.random_state)
         except ValueError as error:
@@ -187,7 +209,7 @@ class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self._fit_from_sample(X_sample, rng, indices, n_features)
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Map X to its features, a block of rows at a time.
 
         Parameters
@@ -251,14 +273,16 @@ class Nystroem(_FeatureMap):
         As in :func:`rkm.kernels.kernel_matrix`; aliases "gaussian" and "polynomial" are accepted.
     gamma : float, default=None
         Bandwidth of rbf/laplacian/poly; None means 1 / n_features.
-    degree, coef0 : float
-        Polynomial kernel parameters.
+    degree : float, default=3
+        Degree of the poly kernel.
+    coef0 : float, default=1.0
+        Constant of the poly kernel.
     landmarks : {"uniform", "kmeans++", "renyi"}, default="uniform"
         How the landmarks are chosen.
-    random_state : int, RandomState or None
+    random_state : int, RandomState or None, default=None
         Seeds the landmark selection.
     n_threads : int, default=None
-        Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
+        Threads for the core and BLAS (None: OpenMP's default; -1: all cores; 0 is an error).
 
     Attributes
     ----------
@@ -275,18 +299,35 @@ class Nystroem(_FeatureMap):
     gamma_ : float or None
         The bandwidth used (None for kernels without one).
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm.features import Nystroem
+    >>> X = np.random.default_rng(0).standard_normal((100, 3))
+    >>> Nystroem(20, gamma=0.5, random_state=0).fit_transform(X).shape
+    (100, 20)
     """
+
+    _parameter_constraints: dict = {
+        "n_components": COUNT,
+        **kernel_constraints(precomputed=False),
+        "landmarks": [StrOptions(set(LANDMARK_METHODS))],
+        "random_state": RANDOM_STATE,
+        "n_threads": N_THREADS,
+    }
 
     def __init__(
         self,
-        n_components=100,
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        landmarks="uniform",
-        random_state=None,
-        n_threads=None,
+        n_components: int = 100,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        landmarks: str = "uniform",
+        random_state: int | np.random.RandomState | None = None,
+        n_threads: int | None = None,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -297,15 +338,13 @@ class Nystroem(_FeatureMap):
         self.random_state = random_state
         self.n_threads = n_threads
 
-    def _check_params(self, n_samples):
-        n_components = _check_count(self.n_components, "n_components")
-        if n_components > n_samples:
+    def _check_params_vs_input(self, n_samples):
+        """The rules that need the data: at most n_samples landmarks; the kernel's own checks."""
+        if self.n_components > n_samples:
             raise ValueError(
-                f"n_components: {n_components} landmarks need at least as many samples, got n_samples = "
+                f"n_components: {self.n_components} landmarks need at least as many samples, got n_samples = "
                 f"{n_samples}"
             )
-        if self.landmarks not in LANDMARK_METHODS:
-            raise ValueError(f"landmarks: must be one of {LANDMARK_METHODS}, got {self.landmarks!r}")
         kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, allowed=NYSTROEM_KERNELS)
 
     def _draw_sample(self, rng, n_samples):
@@ -547,13 +586,13 @@ class RandomFourierFeatures(_FeatureMap):
     kernel : {"rbf", "laplacian"} or Kernel, default="rbf"
         "gaussian" is an alias of "rbf".
     gamma : float, default=None
-        Kernel bandwidth; None means 1 / n_features.
+        Kernel bandwidth, > 0; None means 1 / n_features.
     orthogonal : bool, default=False
         Orthogonal random features (rbf only).
-    random_state : int, RandomState or None
+    random_state : int, RandomState or None, default=None
         Seeds W and b.
     n_threads : int, default=None
-        Threads for the core (None: OpenMP's default; -1: all cores).
+        Threads for the core (None: OpenMP's default; -1: all cores; 0 is an error).
 
     Attributes
     ----------
@@ -565,10 +604,35 @@ class RandomFourierFeatures(_FeatureMap):
         D.
     gamma_ : float
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm.features import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).standard_normal((100, 3))
+    >>> RandomFourierFeatures(50, gamma=0.5, random_state=0).fit_transform(X).shape
+    (100, 50)
     """
 
-    def __init__(self, n_components=100, kernel="rbf", gamma=None, orthogonal=False, random_state=None,
-                 n_threads=None):
+    _parameter_constraints: dict = {
+        "n_components": COUNT,
+        "kernel": [StrOptions({"rbf", "gaussian", "laplacian"}), Kernel],
+        "gamma": [None, *POSITIVE],
+        "orthogonal": ["boolean"],
+        "random_state": RANDOM_STATE,
+        "n_threads": N_THREADS,
+    }
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        orthogonal: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+        n_threads: int | None = None,
+    ):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -576,11 +640,9 @@ class RandomFourierFeatures(_FeatureMap):
         self.random_state = random_state
         self.n_threads = n_threads
 
-    def _check_params(self, n_samples):
-        _check_count(self.n_components, "n_components")
+    def _check_params_vs_input(self, n_samples):
+        """The rules between parameters (a kernel object's type, orthogonal features for rbf only)."""
         name, _, _, _ = kernel_spec(self.kernel, self.gamma, allowed=FOURIER_KERNELS)
-        if not isinstance(self.orthogonal, (bool, np.bool_)):
-            raise ValueError(f"orthogonal: must be True or False, got {self.orthogonal!r}")
         if self.orthogonal and name != "rbf":
             raise ValueError(f"orthogonal: orthogonal random features need the rbf kernel, got {self.kernel!r}")
 

@@ -31,8 +31,8 @@ import numpy as np
 
 from rkm import _core
 from rkm._utils import primal
-from rkm._utils.validation import FLOAT_DTYPES, check_matrix
 from rkm._utils.threads import blas_threads, check_n_threads
+from rkm._utils.validation import FLOAT_DTYPES, check_matrix
 from rkm.kernels import kernel_spec
 
 

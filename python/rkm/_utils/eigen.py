@@ -112,9 +112,9 @@ def dense_seconds_per_cube(n_threads):
 def warn_slow_dense(n_samples, n_components, n_threads):
     minutes = dense_seconds_per_cube(n_threads) * n_samples**3 / 60
     warnings.warn(
-        f"KernelPCA: eigen_solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
+        f"KernelPCA: solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
         f"{minutes:.0f} min here (scaled from a 600-sample run), and LAPACK cannot be interrupted by Ctrl-C once "
-        f"it runs; eigen_solver='krylov' finds the {n_components} leading components far faster",
+        f"it runs; solver='krylov' finds the {n_components} leading components far faster",
         RuntimeWarning,
         stacklevel=3,
     )

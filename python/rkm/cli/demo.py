@@ -11,27 +11,31 @@ from sklearn.base import clone
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.exceptions import ConvergenceWarning
 
-from rkm import reference
-from rkm._utils.threads import blas_threads, thread_count
+from rkm import (
+    ConstrainedDeepRKM,
+    DeepRKM,
+    KernelAutoencoder,
+    KernelPCA,
+    LSSVMClassifier,
+    LSSVMRegressor,
+    RKMForecaster,
+    metrics,
+    reference,
+)
 from rkm._utils.config import config
-from rkm.deep.constrained import ConstrainedDeepRKM
-from rkm import metrics
+from rkm._utils.threads import blas_threads, thread_count
 from rkm.datasets import (
     load_digits,
     load_mnist_subset,
     make_concentric_circles,
     make_deep_rkm_regression,
-    make_sum_of_sines,
     make_sprites,
     make_square,
+    make_sum_of_sines,
     sprites_factor_indices,
 )
+from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import RBF, kernel_matrix
-from rkm.deep import DeepRKM
-from rkm.multiview.forecast import RKMForecaster
-from rkm.autoencoders.kae import KernelAutoencoder
-from rkm.shallow.kpca import KernelPCA
-from rkm.shallow.lssvm import LSSVMClassifier, LSSVMRegressor
 
 # Eigenvalues of the three implementations must agree to this relative accuracy.
 EIGENVALUE_RTOL = 1e-6
@@ -160,7 +164,7 @@ def compare_fits(X, gamma, n_components, settings):
     )
     times, expected = {}, {}
     times["rkm"], _ = _best_time(lambda: model.fit(X), settings.repeats)
-    _say(f"  rkm.KernelPCA.fit          {times['rkm']:8.3f} s  ({model.eigen_solver_} solver)")
+    _say(f"  rkm.KernelPCA.fit          {times['rkm']:8.3f} s  ({model.solver_} solver)")
     # The others use BLAS directly; holding them to the same threads keeps the comparison fair.
     with blas_threads(thread_count(settings.n_threads)):
         times["sklearn"], _ = _best_time(lambda: sklearn_model.fit(X), settings.repeats)
@@ -229,15 +233,25 @@ def _mnist_step(settings):
     return result
 
 
-# Methods of the large-N step with their options; the approximations' rank.
-LARGE_N_METHODS = (
-    ("dense", {}),
-    ("matrix_free", {}),
-    ("nystrom", {"n_landmarks": 1000}),
-    ("rff", {"n_features": 2000}),
-)
+# The large-N step's kernel representations: two exact storages and two feature maps of these ranks.
+LARGE_N_LANDMARKS = 1000
+LARGE_N_FEATURES = 2000
 # Largest relative eigenvalue difference of the matrix-free fit to the stored kernel's.
 MATRIX_FREE_RTOL = 1e-8
+
+
+def _large_n_models(gamma, settings):
+    """One model per representation of its kernel, by the name the report gives it, with the rank of the
+    feature maps (None for the exact storages)."""
+    common = {"gamma": gamma, "n_threads": settings.n_threads, "random_state": settings.seed}
+    nystroem = Nystroem(LARGE_N_LANDMARKS, **common)
+    features = RandomFourierFeatures(LARGE_N_FEATURES, orthogonal=True, **common)
+    return {
+        "dense": (KernelPCA(DIGIT_COMPONENTS, kernel_storage="dense", **common), None),
+        "matrix_free": (KernelPCA(DIGIT_COMPONENTS, kernel_storage="matrix_free", **common), None),
+        "nystrom": (KernelPCA(DIGIT_COMPONENTS, feature_map=nystroem, n_threads=settings.n_threads), LARGE_N_LANDMARKS),
+        "rff": (KernelPCA(DIGIT_COMPONENTS, feature_map=features, n_threads=settings.n_threads), LARGE_N_FEATURES),
+    }
 
 
 def _large_n_step(settings):
@@ -250,29 +264,25 @@ def _large_n_step(settings):
         X, gamma = data.data, 1.0 / (data.data.shape[1] * data.data.var())
     _say(f"  {data.description}; rbf gamma = {gamma:g}, {DIGIT_COMPONENTS} components")
     rows, exact = [], None
-    for method, options in LARGE_N_METHODS:
-        model = KernelPCA(DIGIT_COMPONENTS, gamma=gamma, method=method, n_threads=settings.n_threads,
-                          random_state=settings.seed, **options)
+    for name, (model, rank) in _large_n_models(gamma, settings).items():
         elapsed, _ = _best_time(lambda: model.fit(X), settings.repeats)
         exact = model.eigenvalues_ if exact is None else exact
         difference = _max_relative_difference(model.eigenvalues_, exact)
-        rows.append({"method": method, "options": options, "seconds": elapsed, "difference": difference,
-                     "memory": _kernel_memory(method, options, X.shape[0], X.shape[1])})
-        detail = ", ".join(f"{key} = {value}" for key, value in options.items())
-        _say(f"  {method + (f' ({detail})' if detail else ''):32} {elapsed:8.3f} s  eigenvalues differ by "
-             f"{difference:.1e} from the stored kernel's")
+        rows.append({"method": name, "rank": rank, "seconds": elapsed, "difference": difference,
+                     "memory": _kernel_memory(name, rank, X.shape[0], X.shape[1])})
+        label = name if rank is None else f"{name} (rank {rank})"
+        _say(f"  {label:32} {elapsed:8.3f} s  eigenvalues differ by {difference:.1e} from the stored kernel's")
     return {"rows": rows, "agree": rows[1]["difference"] <= MATRIX_FREE_RTOL, "n_samples": X.shape[0]}
 
 
-def _kernel_memory(method, options, n_samples, n_features):
+def _kernel_memory(name, rank, n_samples, n_features):
     """Bytes of the kernel's representation: the N x N matrix, the data again in double, or N x m features
     streamed in blocks (their m x m covariance)."""
-    if method == "dense":
+    if name == "dense":
         return 8 * n_samples**2
-    if method == "matrix_free":
+    if name == "matrix_free":
         return 8 * n_samples * (n_features + 1)
-    m = next(iter(options.values()))
-    return 8 * m * m
+    return 8 * rank * rank
 
 
 def _distance_to_curve(points, curve):
@@ -525,8 +535,9 @@ def _report(results, threads):
         [row["method"], f"{row['seconds']:.3f}", f"{row['difference']:.1e}", f"{row['memory'] / 2**20:.1f}"]
         for row in large["rows"]
     ]
-    _say(f"\nKernelPCA(method=...) on the same {large['n_samples']} samples (large-N methods, see README)")
-    _say(format_table(["method", "fit [s]", "eig. diff to dense", "kernel storage [MiB]"], large_rows))
+    _say(f"\nKernelPCA(kernel_storage=... or feature_map=...) on the same {large['n_samples']} samples (large N, "
+         "see README)")
+    _say(format_table(["kernel", "fit [s]", "eig. diff to dense", "kernel storage [MiB]"], large_rows))
     lssvm = results["datasets"]["lssvm"]
     _say("\nLS-SVM regression (Suykens 2017 Table 2, noise 0.5) with lam chosen by closed-form leave-one-out")
     _say(format_table(

@@ -33,7 +33,7 @@ seen and reports those residuals; converged is whether they are all at most `tol
 `max_iter` also ends with a residual check, so its reported residuals are true ones too.
 
 Products with A. ``storage="matrix_free"`` recomputes the kernel at every product
-(:func:`rkm.kernels.kernel_product`, in tiles, in double), in O(N (d + p)) memory. ``storage="stored"`` builds K
+(:func:`rkm.kernels.kernel_product`, in tiles, in double), in O(N (d + p)) memory. ``storage="dense"`` builds K
 once in X's dtype (a float32 kernel halves its memory) and multiplies it with BLAS; a float32 K is converted to
 double a few rows at a time, so that its products are accumulated in double (float32 GEMM accumulation errors,
 about 1e-6 of the entries at N = 20 000, would floor the attainable residual). Everything else runs in double.
@@ -75,6 +75,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.utils import check_array
 
+from rkm._utils.progress import Progress
 from rkm._utils.threads import blas_threads, check_n_threads, thread_count
 from rkm._utils.validation import check_fits_in_memory, check_matrix, check_memory, check_nonnegative, check_positive
 from rkm.features import Nystroem, _kernel_diagonal
@@ -82,7 +83,7 @@ from rkm.kernels import kernel_matrix, kernel_product, kernel_spec
 
 __all__ = ["PCGResult", "default_max_iter", "default_rank", "lssvm_pcg_fit", "pivoted_cholesky"]
 
-STORAGES = ("matrix_free", "stored")
+STORAGES = ("matrix_free", "dense")
 PRECONDITIONERS = ("nystrom", "pivoted_cholesky", None)
 DEFAULT_TOL = 1e-6
 # Default max_iter = max(MIN_MAX_ITER, MAX_ITER_PER_SQRT_N sqrt(N)): unpreconditioned CG needs about
@@ -182,6 +183,7 @@ def lssvm_pcg_fit(
     n_threads=None,
     random_state=None,
     verbose=0,
+    progress=None,
 ):
     """Solve the LS-SVM dual system of eq. 3.16 by preconditioned conjugate gradients.
 
@@ -199,7 +201,7 @@ def lssvm_pcg_fit(
         eta > 0 and lam > 0 of eq. 3.16 (A = (1/eta) K + lam I).
     fit_intercept : bool, default=True
         Solve the bordered system (with b); False solves A H = Y and returns b = 0.
-    storage : {"matrix_free", "stored"}, default="matrix_free"
+    storage : {"matrix_free", "dense"}, default="matrix_free"
         Recompute the kernel at each product in O(N (d + p)) memory, or store K (N^2 entries of X's dtype).
     preconditioner : {"nystrom", "pivoted_cholesky", None}, default="nystrom"
     rank : int, default=None
@@ -215,6 +217,9 @@ def lssvm_pcg_fit(
         Seeds the Nyström landmarks.
     verbose : int, default=0
         1: a progress line every 10 iterations and at each residual check; 2: every iteration.
+    progress : rkm._utils.progress.Progress, default=None
+        Prints the progress lines (an estimator passes its own, so that they carry its name and the time since
+        its fit began); None: ``Progress("LS-SVM PCG", verbose)``.
 
     Returns
     -------
@@ -226,7 +231,7 @@ def lssvm_pcg_fit(
     ValueError
         For invalid arguments and non-finite inputs, naming the argument.
     MemoryError
-        When storage="stored" and the kernel matrix cannot fit in the available memory.
+        When storage="dense" and the kernel matrix cannot fit in the available memory.
     """
     _check_options(storage, preconditioner, fit_intercept, tol, max_iter, verbose)
     eta, lam = check_positive(eta, "eta"), check_positive(lam, "lam")
@@ -237,14 +242,14 @@ def lssvm_pcg_fit(
     rank = _check_rank(rank, n_samples, preconditioner)
     max_iter = default_max_iter(n_samples) if max_iter is None else int(max_iter)
     spec = kernel_spec(kernel, gamma, degree, coef0, X.shape[1])
-    progress = _Progress(verbose)
+    progress = _Progress(verbose, progress)
 
     system = _BorderedSystem(Y, fit_intercept)
-    if storage == "stored":
+    if storage == "dense":
         check_memory(
             _stored_bytes(n_samples, X.dtype, rank, system.rhs.shape[1]),
             "storage",
-            f"storage='stored' (the {n_samples} x {n_samples} {X.dtype.name} kernel matrix)",
+            f"storage='dense' (the {n_samples} x {n_samples} {X.dtype.name} kernel matrix)",
             advice="use storage='matrix_free', which recomputes the kernel at each product in O(N (d + p)) memory",
         )
         product = _stored_product(kernel_matrix(X, None, *spec, n_threads=n_threads), n_threads)
@@ -653,10 +658,12 @@ def _block_cg(apply_A, apply_M, system, tol, max_iter, progress):
 
 
 class _Progress:
-    """Progress lines with the time since the solve began, as verbose asks."""
+    """Progress lines as verbose asks (through `lines`, an rkm._utils.progress.Progress), and the time since the
+    solve began."""
 
-    def __init__(self, verbose):
+    def __init__(self, verbose, lines=None):
         self.verbose = verbose
+        self.lines = Progress("LS-SVM PCG", verbose) if lines is None else lines
         self.start = time.perf_counter()
 
     def elapsed(self):
@@ -664,7 +671,7 @@ class _Progress:
 
     def say(self, message):
         if self.verbose:
-            print(f"LS-SVM PCG [{self.elapsed():7.1f} s] {message}", flush=True)
+            self.lines(message)
 
     def iteration(self, iteration, estimate):
         if self.verbose >= 2 or (self.verbose and iteration % VERBOSE_EVERY == 0):

@@ -1,23 +1,39 @@
 """Kernel SVD as a restricted kernel machine (Suykens 2017 section 3.5, eqs. 3.29-3.32)."""
 
+from __future__ import annotations
+
+import time
 import warnings
 
 import numpy as np
 import scipy.linalg
+from numpy.typing import ArrayLike
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, svds
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm._utils import eigen
-from rkm._utils.validation import FLOAT_DTYPES, check_choices, check_int, check_matrix, check_memory, check_positive
-from rkm._utils.threads import blas_threads, check_n_threads, thread_count
-from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import (
+    COUNT,
+    FLOAT_DTYPES,
+    MAX_ITER,
+    N_THREADS,
+    POSITIVE,
+    RANDOM_STATE,
+    TOL,
+    VERBOSE,
+    check_matrix,
+    check_memory,
+    kernel_constraints,
+)
+from rkm.kernels import Kernel, kernel_matrix, kernel_product, model_kernel_spec
 
-_SVD_SOLVERS = ("auto", "dense", "arpack")
-_SCALINGS = ("hidden", "score")
 # Below this many singular values (min(n_x, n_z)) a full LAPACK SVD is as fast as ARPACK.
 _DENSE_MAX_RANK = 200
 # LAPACK's divide-and-conquer SVD (gesdd) needs about 7 k^2 workspace entries for k = min(n_x, n_z).
@@ -72,20 +88,24 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Number of singular triplets s, at most min(N, M). None keeps every singular value above the
         rounding level max(N, M) eps sigma_1 (the numerical rank of G, as ``numpy.linalg.matrix_rank``);
         singular values below it count as 0, and their hidden features are 0.
-    kernel : {"linear", "rbf", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel
+    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel, \
+default="rbf"
         Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted. "precomputed": ``fit`` takes the
         cross-Gram G (N x M) as X, ``transform`` the kernel rows [phi(x)^T psi(z_j)] (n x M) and
-        ``transform_z`` the rows [phi(x_i)^T psi(z)] (n x N).
+        ``transform_z`` the rows [phi(x_i)^T psi(z)] (n x N). The SVD of a matrix A (eq. 2.18) is
+        ``kernel="linear"`` with a compatibility matrix.
     gamma : float, default=None
         Kernel bandwidth for rbf/laplacian/poly; None means 1 / n_features.
-    degree, coef0 : float
-        Polynomial kernel parameters.
+    degree : float, default=3
+        Degree of the poly kernel.
+    coef0 : float, default=1.0
+        Constant of the poly kernel.
     compatibility : array-like of shape (d_x, d_z), default=None
         The compatibility matrix C of the linear feature map phi(x) = C^T x (kernel="linear" only).
         None: C = I, which needs d_x = d_z.
     eta : float, default=1.0
         Regularization constant eta of eq. 3.29; ``eigenvalues_`` are sigma / eta.
-    svd_solver : {"auto", "dense", "arpack"}, default="auto"
+    solver : {"auto", "dense", "arpack"}, default="auto"
         "dense": LAPACK's full SVD of G (``scipy.linalg.svd``). "arpack": the s leading triplets by
         ``scipy.sparse.linalg.svds`` (Lanczos on G^T G or G G^T, whichever is smaller; needs
         s < min(N, M)). "auto": "arpack" when s is given, min(N, M) > 200 and s <= min(N, M) / 5,
@@ -100,9 +120,11 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         of ``H_e_`` and ``H_r_`` on training data); "score" the error variables e and r of eq. 3.32
         (lambda h on training data).
     n_threads : int, default=None
-        Threads for the kernel core and BLAS (None: OpenMP's default; -1: all cores).
-    random_state : int, RandomState or None
+        Threads for the kernel core and BLAS (None: OpenMP's default; -1: all cores; 0 is an error).
+    random_state : int, RandomState or None, default=None
         Seeds ARPACK's start vector.
+    verbose : int, default=0
+        When positive, ``fit`` prints the solver it chose and the time of the SVD.
 
     Attributes
     ----------
@@ -117,7 +139,7 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Hidden features of the second source, H_r^T: the right singular vectors (signs matched to H_e_).
     gamma_ : float or None
         The kernel bandwidth used.
-    svd_solver_ : str
+    solver_ : str
         The solver used: "dense" or "arpack" ("dense" also after an ARPACK fallback).
     n_iter_ : int
         Products with G^T G (or G G^T) that ARPACK used; 1 for the dense SVD.
@@ -136,28 +158,47 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     Examples
     --------
     >>> import numpy as np
-    >>> from rkm.kernel_svd import KernelSVD
+    >>> from rkm import KernelSVD
     >>> A = np.random.default_rng(0).standard_normal((6, 4))
     >>> model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
     >>> bool(np.allclose(model.singular_values_, np.linalg.svd(A, compute_uv=False)))
     True
+    >>> X, Z = np.random.default_rng(1).standard_normal((2, 50, 3))
+    >>> KernelSVD(2, gamma=0.5).fit(X, Z).transform(X).shape
+    (50, 2)
     """
+
+    _parameter_constraints: dict = {
+        "n_components": [None, *COUNT],
+        **kernel_constraints(precomputed=True),
+        "compatibility": ["array-like", None],
+        "eta": POSITIVE,
+        "solver": [StrOptions({"auto", "dense", "arpack"})],
+        "tol": TOL,
+        "max_iter": MAX_ITER,
+        "scaling": [StrOptions({"hidden", "score"})],
+        "n_threads": N_THREADS,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
 
     def __init__(
         self,
-        n_components=None,
-        kernel="linear",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        compatibility=None,
-        eta=1.0,
-        svd_solver="auto",
-        tol=None,
-        max_iter=None,
-        scaling="hidden",
-        n_threads=None,
-        random_state=None,
+        n_components: int | None = None,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        compatibility: ArrayLike | None = None,
+        eta: float = 1.0,
+        solver: str = "auto",
+        tol: float | None = None,
+        max_iter: int | None = None,
+        scaling: str = "hidden",
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -166,12 +207,13 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.coef0 = coef0
         self.compatibility = compatibility
         self.eta = eta
-        self.svd_solver = svd_solver
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
         self.scaling = scaling
         self.n_threads = n_threads
         self.random_state = random_state
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ parameters
 
@@ -179,36 +221,11 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
         return model_kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _validate_params(self):
-        check_positive(self.eta, "eta")
-        check_positive(self.tol, "tol", allow_none=True)
-        check_n_threads(self.n_threads)
-        check_choices((("svd_solver", self.svd_solver, _SVD_SOLVERS), ("scaling", self.scaling, _SCALINGS)))
-        for name in ("n_components", "max_iter"):
-            check_int(getattr(self, name), name, allow_none=True)
-
-    def _check_n_components(self, n_x, n_z):
-        if self.n_components is not None and self.n_components > min(n_x, n_z):
-            raise ValueError(
-                f"n_components: must be between 1 and min(n_samples of X, n_samples of Z) = {min(n_x, n_z)}, "
-                f"got {self.n_components}"
-            )
-
-    def _resolve_solver(self, n_x, n_z):
-        rank = min(n_x, n_z)
-        if self.svd_solver == "arpack" and (self.n_components is None or self.n_components >= rank):
-            raise ValueError(
-                f"svd_solver: 'arpack' needs n_components < min(n_samples of X, n_samples of Z) = {rank}, "
-                f"got n_components={self.n_components!r}; use svd_solver='dense'"
-            )
-        if self.svd_solver != "auto":
-            return self.svd_solver
-        truncated = self.n_components is not None and rank > _DENSE_MAX_RANK and 5 * self.n_components <= rank
-        return "arpack" if truncated else "dense"
-
-    def _compatibility_matrix(self, name, d_x, d_z, dtype):
-        """The validated compatibility matrix C (None: the identity), checked against the two sources."""
-        if name != "linear":
+    def _check_params_vs_input(self, name, n_x, n_z, d_x, d_z):
+        """The rules that need the data: the compatibility matrix against the two sources (given X, Z of
+        n_x x d_x and n_z x d_z; d_x = d_z = None for a precomputed cross-Gram), n_components against
+        min(n_x, n_z), and ARPACK's truncation."""
+        if d_x is not None and name != "linear":
             if self.compatibility is not None:
                 raise ValueError(f"compatibility: only for kernel='linear', got kernel={self.kernel!r}")
             if d_x != d_z:
@@ -216,17 +233,39 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                     f"Z: has {d_z} features but X has {d_x}; kernel {name!r} compares the two sources in one "
                     "input space (use kernel='linear' with a compatibility matrix, or 'precomputed')"
                 )
+        elif d_x is not None and self.compatibility is None and d_x != d_z:
+            raise ValueError(
+                f"Z: has {d_z} features but X has {d_x}; give a compatibility matrix C of shape ({d_x}, {d_z})"
+            )
+        elif d_x is not None and self.compatibility is not None:
+            shape = check_matrix(self.compatibility, "compatibility").shape
+            if shape != (d_x, d_z):
+                raise ValueError(f"compatibility: must have shape (d_x, d_z) = ({d_x}, {d_z}), got {shape}")
+        rank = min(n_x, n_z)
+        if self.n_components is not None and self.n_components > rank:
+            raise ValueError(
+                f"n_components: must be between 1 and min(n_samples of X, n_samples of Z) = {rank}, "
+                f"got {self.n_components}"
+            )
+        if self.solver == "arpack" and (self.n_components is None or self.n_components >= rank):
+            raise ValueError(
+                f"solver: 'arpack' needs n_components < min(n_samples of X, n_samples of Z) = {rank}, "
+                f"got n_components={self.n_components!r}; use solver='dense'"
+            )
+
+    def _resolve_solver(self, n_x, n_z):
+        rank = min(n_x, n_z)
+        if self.solver != "auto":
+            return self.solver
+        truncated = self.n_components is not None and rank > _DENSE_MAX_RANK and 5 * self.n_components <= rank
+        return "arpack" if truncated else "dense"
+
+    def _compatibility_matrix(self, name, dtype):
+        """The compatibility matrix C in the sources' dtype (None: the identity), checked by
+        ``_check_params_vs_input``."""
+        if name != "linear" or self.compatibility is None:
             return None
-        if self.compatibility is None:
-            if d_x != d_z:
-                raise ValueError(
-                    f"Z: has {d_z} features but X has {d_x}; give a compatibility matrix C of shape ({d_x}, {d_z})"
-                )
-            return None
-        C = check_matrix(self.compatibility, "compatibility")
-        if C.shape != (d_x, d_z):
-            raise ValueError(f"compatibility: must have shape (d_x, d_z) = ({d_x}, {d_z}), got {C.shape}")
-        return C.astype(dtype, copy=False)
+        return check_matrix(self.compatibility, "compatibility").astype(dtype, copy=False)
 
     # ------------------------------------------------------------------ fitting
 
@@ -288,7 +327,7 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return U[:, order], sigma[order], Vt[order].T, max(1, n_products // 2)
 
     def _svd(self, G, n_components, overwrite):
-        if self.svd_solver_ == "arpack":
+        if self.solver_ == "arpack":
             try:
                 return self._arpack_svd(G, n_components)
             except ArpackNoConvergence:
@@ -298,7 +337,7 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                     ConvergenceWarning,
                     stacklevel=3,
                 )
-                self.svd_solver_ = "dense"
+                self.solver_ = "dense"
         return self._dense_svd(G, overwrite)
 
     @staticmethod
@@ -334,7 +373,8 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         elif name != "precomputed":
             self.X_fit_, self.Z_fit_ = X_phi, Z
 
-    def fit(self, X, Z=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: ArrayLike, Z: ArrayLike | None = None) -> KernelSVD:
         """Fit the model to the two sources (Suykens 2017 eq. 3.31).
 
         Parameters
@@ -349,28 +389,33 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         -------
         self
         """
-        self._validate_params()
+        progress = Progress(type(self).__name__, self.verbose)
         X, Z, spec = self._validate_sources(X, Z)
         name = spec[0]
         self.gamma_ = spec[1]
-        self.compatibility_ = None if Z is None else self._compatibility_matrix(name, X.shape[1], Z.shape[1], X.dtype)
         n_x, n_z = X.shape if name == "precomputed" else (X.shape[0], Z.shape[0])
-        self._check_n_components(n_x, n_z)
-        self.svd_solver_ = self._resolve_solver(n_x, n_z)
+        d_x, d_z = (None, None) if name == "precomputed" else (X.shape[1], Z.shape[1])
+        self._check_params_vs_input(name, n_x, n_z, d_x, d_z)
+        self.compatibility_ = self._compatibility_matrix(name, X.dtype)
+        self.solver_ = self._resolve_solver(n_x, n_z)
         mapped_entries = 0 if self.compatibility_ is None else n_x * self.compatibility_.shape[1]
         check_memory(
-            _fit_memory_bytes(n_x, n_z, self.n_components, X.dtype, self.svd_solver_, name == "precomputed")
+            _fit_memory_bytes(n_x, n_z, self.n_components, X.dtype, self.solver_, name == "precomputed")
             + mapped_entries * X.dtype.itemsize,
             "X",
-            f"a kernel SVD fit of a {n_x} x {n_z} cross-Gram matrix ({self.svd_solver_} SVD, {X.dtype.name})",
+            f"a kernel SVD fit of a {n_x} x {n_z} cross-Gram matrix ({self.solver_} SVD, {X.dtype.name})",
             advice="use fewer samples, float32, or a small n_components (ARPACK)",
         )
+        progress(f"solver {self.solver_!r} for a {n_x} x {n_z} cross-Gram matrix ({X.dtype.name})")
         if name == "precomputed":
             G = X_phi = X
         else:
             X_phi = self._mapped_x(X) if name == "linear" else X
             G = kernel_matrix(X_phi, Z, *spec, n_threads=self.n_threads)
+        started = time.perf_counter()
         U, sigma, V, self.n_iter_ = self._svd(G, self.n_components, overwrite=name != "precomputed")
+        products = f" ({self.n_iter_} products with G^T G)" if self.solver_ == "arpack" else ""
+        progress(f"{self.solver_} SVD in {time.perf_counter() - started:.2f} s{products}")
         self._store(U, sigma, V, X.dtype)
         self._store_model(X_phi, Z, name)
         return self
@@ -424,7 +469,7 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         dtype = np.result_type(A.dtype, self.H_e_.dtype)
         return self._to_output(scores(A.astype(self.H_e_.dtype, copy=False))).astype(dtype, copy=False)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Encode points of the first source (eq. 3.32): hidden features h_e or error variables e.
 
         Parameters
@@ -440,7 +485,7 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
         return self._encode(X, self._scores_x)
 
-    def transform_z(self, Z):
+    def transform_z(self, Z: ArrayLike) -> np.ndarray:
         """Encode points of the second source (eq. 3.32): hidden features h_r or error variables r.
 
         Parameters
@@ -455,7 +500,8 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_is_fitted(self)
         return self._encode(self._validate_z(Z), self._scores_z)
 
-    def fit_transform(self, X, Z=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X: ArrayLike, Z: ArrayLike | None = None) -> np.ndarray:
         """Fit and return the hidden features of the first source (``H_e_``, scaled per ``scaling``).
 
         Equal to ``fit(X, Z).transform(X)`` up to rounding; components with lambda = 0 give 0 there.

@@ -1,53 +1,53 @@
 """Kernel PCA as a restricted kernel machine (Suykens 2017 section 3.4; Constr-DRKM section 4)."""
 
-import numbers
-import time
+from __future__ import annotations
+
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
+    _fit_context,
+    clone,
 )
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm._utils import primal
-from rkm._utils import eigen
-from rkm._utils.validation import (
-    FLOAT_DTYPES,
-    available_memory_bytes,
-    check_choices,
-    check_int,
-    check_memory,
-    check_positive,
-)
-from rkm._utils.threads import blas_threads, check_n_threads
+from rkm._utils import eigen, primal
 from rkm._utils.dask_arrays import is_dask_array
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads
+from rkm._utils.validation import (
+    COUNT,
+    FLOAT_DTYPES,
+    MAX_ITER,
+    N_THREADS,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    TOL,
+    VERBOSE,
+    available_memory_bytes,
+    check_memory,
+    kernel_constraints,
+)
 from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
+from rkm.kernels import Kernel, kernel_matrix, kernel_product, kernel_spec, model_kernel_spec
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
 
-_METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
-_PRIMAL_METHODS = ("nystrom", "rff")
-_LANDMARKS = ("uniform", "kmeans++", "renyi")
-_EIGEN_SOLVERS = ("auto", "dense", "krylov")
-_SCALINGS = ("hidden", "score", "sklearn")
-_PREIMAGES = ("auto", "fixed_point", "smoother", "ridge")
 _DENSE_MAX_SAMPLES = eigen.DENSE_MAX_SAMPLES
 # Beyond this many samples an explicitly requested dense solve warns with its expected time: LAPACK runs for
 # minutes and cannot be interrupted.
 _DENSE_WARN_SAMPLES = 8000
-# method="auto" stores the kernel matrix when a fit needs at most this fraction of the available memory.
+# kernel_storage="auto" stores the kernel matrix when a fit needs at most this fraction of the available memory.
 _AUTO_MEMORY_FRACTION = 0.5
-# Beyond this many samples method="auto" approximates the kernel (Nyström) instead of recomputing it at every
-# block product: a matrix-free fit of N = 200000 (d = 64, 10 components) already takes minutes.
-_AUTO_MATRIX_FREE_MAX_SAMPLES = 200_000
-# Default landmarks (Nyström) and random features (rff) of the approximate methods.
-_DEFAULT_LANDMARKS = 1000
-_DEFAULT_RANDOM_FEATURES = 2000
+
+
 def _primal_memory_bytes(n_samples, n_features_out, n_components):
     """Peak bytes of a primal fit besides X: the hidden features, two blocks of features in float64 and a few
     m x m matrices (scatter, its eigenvectors, the landmarks' kernel and its square root)."""
@@ -78,50 +78,58 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     a non-integer polynomial degree on a negative base) raises ValueError, and a kernel whose spread is
     below the rounding of its dtype (a tiny gamma in float32) warns.
 
+    Large N: the exact kernel is held as a matrix or recomputed at every product (``kernel_storage``); an
+    explicit ``feature_map`` of m features (Nyström, random Fourier features) approximates it instead, and
+    the fit solves the m x m primal problem (Suykens 2017 sec. 3.4) in one streamed pass over the data. A
+    Dask array as X is fitted as Dask tasks: the feature map's pass as a map-reduce over its partitions,
+    the matrix-free products one task per partition.
+
     Parameters
     ----------
     n_components : int, default=None
-        Number of components s. None keeps every component with a positive eigenvalue.
-    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel
+        Number of components s. None keeps every component with a positive eigenvalue (with a feature map,
+        every one of its m features).
+    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel, \
+default="rbf"
         Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted.
         "rbf" is exp(-gamma ||x - y||^2) as in scikit-learn; see :mod:`rkm.kernels` for the papers'
         sigma conventions. "precomputed" takes a symmetric Gram matrix in ``fit`` (the Krylov solver
-        reads its lower triangle only) and kernel rows k(x*, X_train) in ``transform``.
+        reads its lower triangle only) and kernel rows k(x*, X_train) in ``transform``. With a
+        ``feature_map``, its own kernel applies and ``kernel``, ``gamma``, ``degree`` and ``coef0`` do not
+        enter the fit (a feature map with kernel="precomputed" is an error).
     gamma : float, default=None
         Kernel bandwidth for rbf/laplacian/poly; None means 1 / n_features.
-    degree, coef0 : float
-        Polynomial kernel parameters.
+    degree : float, default=3
+        Degree of the poly kernel.
+    coef0 : float, default=1.0
+        Constant of the poly kernel.
     eta : float, default=1.0
         Regularisation constant eta of the RKM; eigenvalues_ are those of K_c / eta.
     center : bool, default=True
         Centre the kernel matrix (feature-space mean removal, Suykens eq. 2.16).
-    method : {"auto", "dense", "matrix_free", "nystrom", "rff"}, default="auto"
-        How the kernel matrix is represented. "dense": stored (N x N), then decomposed by
-        ``eigen_solver``. "matrix_free": never stored; each block product of the Krylov solver recomputes
-        the kernel in tiles (memory O(N (d + b)), the same eigenpairs as "dense" to solver tolerance; not
-        for a precomputed kernel). "nystrom" and "rff": kernel PCA in the primal with an explicit feature
-        map phi of m features whose inner products approximate the kernel (:class:`rkm.features.Nystroem`
-        with ``n_landmarks`` landmarks, :class:`rkm.features.RandomFourierFeatures` with ``n_features``
-        orthogonal random features for rbf, plain ones for laplacian): the m x m covariance of the
-        centred features is accumulated in one streamed pass and eigen-decomposed (Suykens 2017 sec. 3.4,
-        the primal of the dual problem above). "auto": "dense" when the fit needs at most half of the
-        available memory, else "matrix_free" up to 200 000 samples, else "nystrom". A Dask array as X
-        runs "nystrom" and "rff" as a map-reduce and "matrix_free" as Dask tasks ("auto": "nystrom").
-    n_landmarks : int, default=None
-        Landmarks of method="nystrom" (None: min(n_samples, 1000)).
-    n_features : int, default=None
-        Random features of method="rff" (None: 2000).
-    landmarks : {"uniform", "kmeans++", "renyi"}, default="uniform"
-        Landmark selection of method="nystrom" (see :class:`rkm.features.Nystroem`).
-    eigen_solver : {"auto", "dense", "krylov"}, default="auto"
-        Solver of method="dense": "dense": LAPACK on the whole matrix; "krylov": restarted block Krylov
-        for the top s pairs; "auto": dense for at most 200 samples or when s exceeds a fifth of them. A
-        dense solve of more than 8000 samples asked for explicitly warns with its expected time: LAPACK
-        cannot be interrupted once it runs. method="matrix_free" always uses the Krylov solver.
+    kernel_storage : {"auto", "dense", "matrix_free"}, default="auto"
+        How the exact kernel matrix is held. "dense": stored (N x N), then decomposed by ``solver``.
+        "matrix_free": never stored; each block product of the Krylov solver recomputes the kernel in tiles
+        (memory O(N (d + b)), the same eigenpairs as "dense" to solver tolerance; needs ``n_components``;
+        not for a precomputed kernel). "auto": "dense" when the fit needs at most half of the available
+        memory, else "matrix_free" (for a Dask array: "matrix_free"). "auto" never approximates the kernel:
+        pass a ``feature_map`` for that. Must stay "auto" with a feature map, which holds no kernel matrix.
+    feature_map : Nystroem or RandomFourierFeatures, default=None
+        None: the exact kernel. Else an explicit feature map phi of m features whose inner products
+        approximate its kernel (:class:`rkm.features.Nystroem`, :class:`rkm.features.RandomFourierFeatures`,
+        with their own kernel, gamma and size ``n_components``): it is cloned and fitted on X, and the m x m
+        covariance of the centred features is accumulated in one streamed pass and eigen-decomposed (the
+        primal of the dual problem above). Pre-images use the feature map's kernel.
+    solver : {"auto", "dense", "krylov"}, default="auto"
+        Eigensolver of kernel_storage="dense": "dense": LAPACK on the whole matrix; "krylov": restarted block
+        Krylov for the top s pairs; "auto": dense for at most 200 samples or when s exceeds a fifth of
+        them. A dense solve of more than 8000 samples asked for explicitly warns with its expected time:
+        LAPACK cannot be interrupted once it runs. kernel_storage="matrix_free" always uses the Krylov
+        solver, and a feature map's m x m problem the dense one.
     n_threads : int, default=None
-        Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
-    random_state : int, RandomState or None
-        Seeds the Krylov starting block.
+        Threads for the core and BLAS (None: OpenMP's default; -1: all cores; 0 is an error).
+    random_state : int, RandomState or None, default=None
+        Seeds the Krylov starting block (a feature map has its own ``random_state``).
     tol : float, default=None
         Relative residual ||K v - mu v|| / mu_max at which the Krylov solver stops (None: 1e-10 in
         float64, 1e-4 in float32). Below the attainable accuracy (about eps sqrt(n_samples)) the solver
@@ -136,7 +144,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Pre-image method of ``inverse_transform``: the Gaussian fixed-point iteration of Mika et al.
         (Constr-DRKM eq. 11; rbf only), the kernel smoother over the nearest training points
         (Gen-RKM eq. 8), or a kernel ridge map from projections to inputs learned at fit time (as
-        scikit-learn's ``fit_inverse_transform``). "auto" is fixed_point for rbf, else smoother.
+        scikit-learn's ``fit_inverse_transform``; kernel_storage "dense" only). "auto" is fixed_point for
+        rbf, else smoother.
     n_neighbors : int, default=10
         Training points the kernel smoother averages.
     preimage_alpha : float, default=1.0
@@ -144,8 +153,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     preimage_max_iter : int, default=100
         Iterations of the fixed-point pre-image.
     verbose : int, default=0
-        When positive, ``fit`` prints the method it resolved and its time, and for method="matrix_free" a
-        line per block product (each recomputes the kernel: at N = 200 000 about 1.5 minutes apiece).
+        When positive, ``fit`` prints the kernel storage or feature map it resolved and its time, and for
+        kernel_storage="matrix_free" a line per block product (each recomputes the kernel: at N = 200 000
+        about 1.5 minutes apiece).
 
     Attributes
     ----------
@@ -155,42 +165,78 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     H_ : ndarray of shape (n_samples, s)
         Hidden features, orthonormal columns (the eigenvectors); ``eigenvectors_`` is the same array.
     gamma_ : float
-        The kernel bandwidth used.
+        The kernel bandwidth used (the feature map's with a feature map).
     column_means_, grand_mean_ : training kernel statistics used to centre new kernel rows.
     X_fit_ : ndarray, the training data (absent for a precomputed kernel).
-    method_, eigen_solver_, preimage_ : the resolved methods.
-    feature_map_ : the fitted Nystroem or RandomFourierFeatures (methods "nystrom" and "rff").
-    feature_mean_ : ndarray of shape (m,), mean of the training features (methods "nystrom" and "rff").
+    kernel_storage_ : {"dense", "matrix_free"} or None
+        How the kernel matrix was held; None for a fit through a feature map.
+    solver_ : {"dense", "krylov"}
+        The eigensolver used ("dense" for the m x m problem of a feature map).
+    preimage_ : str or None
+        The pre-image method ``inverse_transform`` uses.
+    feature_map_ : the fitted clone of ``feature_map`` (with a feature map).
+    feature_mean_ : ndarray of shape (m,), mean of the training features (with a feature map).
     primal_vectors_ : ndarray of shape (m, s), eigenvectors U of the features' covariance; hidden
-        features are h = (phi(x) - feature_mean_) U / sqrt(eta lambda) (methods "nystrom" and "rff").
+        features are h = (phi(x) - feature_mean_) U / sqrt(eta lambda) (with a feature map).
     n_iter_ : int, block products the Krylov solver used (1 for dense).
     eigen_residuals_ : ndarray of shape (s,), relative residuals reached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import KernelPCA
+    >>> X = np.random.default_rng(0).standard_normal((100, 3))
+    >>> model = KernelPCA(2, gamma=0.5).fit(X)
+    >>> model.transform(X).shape
+    (100, 2)
+    >>> from rkm.features import Nystroem
+    >>> KernelPCA(2, feature_map=Nystroem(50, gamma=0.5, random_state=0)).fit_transform(X).shape
+    (100, 2)
     """
+
+    _parameter_constraints: dict = {
+        "n_components": [None, *COUNT],
+        **kernel_constraints(precomputed=True),
+        "eta": POSITIVE,
+        "center": ["boolean"],
+        "kernel_storage": [StrOptions({"auto", "dense", "matrix_free"})],
+        "feature_map": [None, Nystroem, RandomFourierFeatures],
+        "solver": [StrOptions({"auto", "dense", "krylov"})],
+        "n_threads": N_THREADS,
+        "random_state": RANDOM_STATE,
+        "tol": TOL,
+        "max_iter": MAX_ITER,
+        "scaling": [StrOptions({"hidden", "score", "sklearn"})],
+        "preimage": [StrOptions({"auto", "fixed_point", "smoother", "ridge"})],
+        "n_neighbors": POSITIVE_INT,
+        "preimage_alpha": POSITIVE,
+        "preimage_max_iter": POSITIVE_INT,
+        "verbose": VERBOSE,
+    }
 
     def __init__(
         self,
-        n_components=None,
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        eta=1.0,
-        center=True,
-        method="auto",
-        n_landmarks=None,
-        n_features=None,
-        landmarks="uniform",
-        eigen_solver="auto",
-        n_threads=None,
-        random_state=None,
-        tol=None,
-        max_iter=None,
-        scaling="hidden",
-        preimage="auto",
-        n_neighbors=10,
-        preimage_alpha=1.0,
-        preimage_max_iter=100,
-        verbose=0,
+        n_components: int | None = None,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        eta: float = 1.0,
+        center: bool = True,
+        kernel_storage: str = "auto",
+        feature_map: Nystroem | RandomFourierFeatures | None = None,
+        solver: str = "auto",
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        tol: float | None = None,
+        max_iter: int | None = None,
+        scaling: str = "hidden",
+        preimage: str = "auto",
+        n_neighbors: int = 10,
+        preimage_alpha: float = 1.0,
+        preimage_max_iter: int = 100,
+        verbose: int = 0,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -199,11 +245,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.coef0 = coef0
         self.eta = eta
         self.center = center
-        self.method = method
-        self.n_landmarks = n_landmarks
-        self.n_features = n_features
-        self.landmarks = landmarks
-        self.eigen_solver = eigen_solver
+        self.kernel_storage = kernel_storage
+        self.feature_map = feature_map
+        self.solver = solver
         self.n_threads = n_threads
         self.random_state = random_state
         self.tol = tol
@@ -218,59 +262,73 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     # ------------------------------------------------------------------ parameters
 
     def _kernel_spec(self, n_features):
-        """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
+        """(name, gamma, degree, coef0) of the model's kernel; name is "precomputed" or canonical."""
         return model_kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _validate_params(self, n_samples):
-        if self.n_components is not None:
-            if not isinstance(self.n_components, numbers.Integral) or isinstance(self.n_components, bool):
-                raise ValueError(f"n_components: must be an int or None, got {self.n_components!r}")
-            if not 1 <= self.n_components <= n_samples:
-                raise ValueError(
-                    f"n_components: must be between 1 and n_samples={n_samples}, got {self.n_components}"
-                )
-        check_positive(self.eta, "eta")
-        check_n_threads(self.n_threads)
-        check_positive(self.tol, "tol", allow_none=True)
-        check_choices((
-            ("method", self.method, _METHODS),
-            ("landmarks", self.landmarks, _LANDMARKS),
-            ("eigen_solver", self.eigen_solver, _EIGEN_SOLVERS),
-            ("scaling", self.scaling, _SCALINGS),
-            ("preimage", self.preimage, _PREIMAGES),
-        ))
-        check_int(self.verbose, "verbose", low=0)
-        for name in ("max_iter", "n_landmarks", "n_features"):
-            check_int(getattr(self, name), name, allow_none=True)
-        for name in ("n_neighbors", "preimage_max_iter"):
-            check_int(getattr(self, name), name)
-        check_positive(self.preimage_alpha, "preimage_alpha")
-        if self.preimage == "fixed_point" and self._kernel_spec(1)[0] != "rbf":
-            raise ValueError("preimage: 'fixed_point' needs the rbf kernel")
-        if self.preimage == "ridge" and self.kernel == "precomputed":
-            raise ValueError("preimage: 'ridge' needs a kernel function, not 'precomputed'")
-        if self.preimage in ("fixed_point", "smoother") and self.kernel == "precomputed":
-            raise ValueError("preimage: input-space pre-images need a kernel function, not 'precomputed'")
-        self._validate_method(n_samples, self.method)
+    def _fit_kernel_spec(self, n_features):
+        """(name, gamma, degree, coef0) of the kernel the fit uses: the feature map's own with a feature map,
+        else the model's."""
+        fm = self.feature_map
+        if fm is None:
+            return self._kernel_spec(n_features)
+        return kernel_spec(fm.kernel, fm.gamma, getattr(fm, "degree", 3), getattr(fm, "coef0", 1.0), n_features)
 
-    def _validate_method(self, n_samples, method):
-        if method in ("auto", "dense"):
-            return
-        if self.kernel == "precomputed":
+    def _check_params_vs_input(self, n_samples, n_features, dtype, in_memory=True):
+        """The rules that need the data or tie parameters together; returns the resolved kernel storage
+        ("dense" or "matrix_free"; None with a feature map), which some of them depend on."""
+        if self.n_components is not None and self.n_components > n_samples:
+            raise ValueError(f"n_components: must be between 1 and n_samples={n_samples}, got {self.n_components}")
+        if self.center and n_samples == 1:
+            raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
+        model_kernel = self._kernel_spec(n_features)[0]
+        name = self._fit_kernel_spec(n_features)[0]
+        if self.preimage == "fixed_point" and name != "rbf":
+            raise ValueError("preimage: 'fixed_point' needs the rbf kernel")
+        if self.preimage == "ridge" and name == "precomputed":
+            raise ValueError("preimage: 'ridge' needs a kernel function, not 'precomputed'")
+        if self.preimage in ("fixed_point", "smoother") and name == "precomputed":
+            raise ValueError("preimage: input-space pre-images need a kernel function, not 'precomputed'")
+        if self.feature_map is not None:
+            if model_kernel == "precomputed":
+                raise ValueError(
+                    "feature_map: maps X itself to features; with kernel='precomputed' use feature_map=None"
+                )
+            if self.kernel_storage != "auto":
+                raise ValueError(
+                    f"kernel_storage: {self.kernel_storage!r} holds the exact kernel matrix; with a feature_map "
+                    "there is none (leave kernel_storage='auto')"
+                )
+            if self.solver == "krylov":
+                raise ValueError("solver: a feature_map's m x m problem is solved by the dense solver, not 'krylov'")
+            if self.preimage == "ridge":
+                raise ValueError("preimage: 'ridge' solves an n_samples x n_samples system; not with a feature_map")
+            return None
+        storage = self._resolve_kernel_storage(n_samples, n_features, dtype, in_memory)
+        if storage == "dense" and not in_memory:
             raise ValueError(
-                f"method: {method!r} evaluates the kernel from X itself; with kernel='precomputed' use "
-                "method='dense'"
+                "kernel_storage: 'dense' needs X in memory; with a dask array use 'matrix_free' or a feature_map"
             )
-        if self.eigen_solver == "dense":
-            raise ValueError(f"eigen_solver: 'dense' needs the stored kernel matrix (method='dense'), not {method!r}")
-        if self.preimage == "ridge":
-            raise ValueError(f"preimage: 'ridge' solves an n_samples x n_samples system; not with method={method!r}")
-        if method == "rff" and self._kernel_spec(1)[0] not in ("rbf", "laplacian"):
-            raise ValueError("method: 'rff' has random Fourier features for the rbf and laplacian kernels only")
-        if method == "nystrom" and self.n_landmarks is not None and self.n_landmarks > n_samples:
-            raise ValueError(f"n_landmarks: at most n_samples={n_samples}, got {self.n_landmarks}")
-        if method == "matrix_free" and self.n_components is None:
-            raise ValueError("n_components: method='matrix_free' needs the number of components (None means all N)")
+        if storage == "matrix_free":
+            if model_kernel == "precomputed":
+                raise ValueError(
+                    "kernel_storage: 'matrix_free' evaluates the kernel from X itself; with kernel='precomputed' "
+                    "use kernel_storage='dense'"
+                )
+            if self.solver == "dense":
+                raise ValueError(
+                    "solver: 'dense' needs the stored kernel matrix (kernel_storage='dense'), not 'matrix_free'"
+                )
+            if self.preimage == "ridge":
+                raise ValueError(
+                    "preimage: 'ridge' solves an n_samples x n_samples system; not with kernel_storage='matrix_free'"
+                )
+            if self.n_components is None:
+                chosen = " (chosen by 'auto': the kernel matrix does not fit)" if self.kernel_storage == "auto" else ""
+                raise ValueError(
+                    f"n_components: kernel_storage='matrix_free'{chosen} needs the number of components (None means "
+                    "all N)"
+                )
+        return storage
 
     # ------------------------------------------------------------------ fitting
 
@@ -285,35 +343,33 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
         return K, float(np.abs(np.diagonal(K)).max())
 
-    def _resolve_solver(self, n_samples, n_components, method):
-        if method != "dense":
-            return method if method in _PRIMAL_METHODS else "krylov"
-        if self.eigen_solver != "auto":
-            return self.eigen_solver
+    def _resolve_solver(self, n_samples, n_components, kernel_storage):
+        """The eigensolver: Krylov for the matrix-free kernel, dense for a feature map's m x m problem, and for
+        the stored kernel the one asked for ("auto": by size)."""
+        if kernel_storage != "dense":
+            return "krylov" if kernel_storage == "matrix_free" else "dense"
+        if self.solver != "auto":
+            return self.solver
         return "dense" if eigen.prefer_dense(n_samples, n_components) else "krylov"
 
     def _dense_fit_memory(self, n_samples, n_features, n_components, dtype):
         solver = self._resolve_solver(n_samples, n_components, "dense")
         return eigen.fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, self.n_threads), solver
 
-    def _resolve_method(self, n_samples, n_features, dtype, in_memory=True):
-        """The method "auto" stands for: the stored kernel while it fits in half the available memory, then
-        matrix-free up to _AUTO_MATRIX_FREE_MAX_SAMPLES samples, then Nyström (always Nyström for Dask)."""
-        if self.method != "auto":
-            if self.method == "dense" and not in_memory:
-                raise ValueError("method: 'dense' needs X in memory; with a dask array use 'nystrom', 'rff' or 'matrix_free'")
-            return self.method
+    def _resolve_kernel_storage(self, n_samples, n_features, dtype, in_memory=True):
+        """The storage "auto" stands for: the stored kernel while the fit needs at most half the available
+        memory, else matrix-free (always matrix-free for a Dask array; always stored for a precomputed one)."""
+        if self.kernel_storage != "auto":
+            return self.kernel_storage
         if self._kernel_spec(n_features)[0] == "precomputed":
             return "dense"
         if not in_memory:
-            return "nystrom"
+            return "matrix_free"
         needed, _ = self._dense_fit_memory(n_samples, n_features, self.n_components or n_samples, dtype)
         available = available_memory_bytes()
         if available is None or needed <= _AUTO_MEMORY_FRACTION * available:
             return "dense"
-        if n_samples <= _AUTO_MATRIX_FREE_MAX_SAMPLES and self.n_components is not None:
-            return "matrix_free"
-        return "nystrom"
+        return "matrix_free"
 
     def _dense_eigenpairs(self, K, n_components, solver):
         return eigen.leading_eigenpairs(
@@ -380,30 +436,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         block = eigen.matrix_free_block_size(n_components, n_samples)
         max_iter = self.max_iter or _core.default_max_iter(n_components, block)
         start = self._matrix_free_start(X, block)
-        self._say(f"start block of {block} columns ready; each block product recomputes the kernel")
+        self._progress(f"start block of {block} columns ready; each block product recomputes the kernel")
         with blas_threads(1):  # single-threaded GEMMs on each of the core's threads
             w, V, residuals, n_iter, converged, column_means, grand_mean = _core.kernel_top_eigsh(
                 X, name, gamma, float(degree), float(coef0), self.center, n_components, start, self.tol, max_iter,
-                self.n_threads, (lambda k: self._say(f"block product {k} done")) if self.verbose else None,
+                self.n_threads, (lambda k: self._progress(f"block product {k} done")) if self.verbose else None,
             )
         if not converged:
             eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
         if self.center:
             self.column_means_, self.grand_mean_ = column_means, grand_mean
         return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
-
-    def _feature_map(self, n_samples, n_features):
-        name, gamma, degree, coef0 = self._kernel_spec(n_features)
-        if self.method_ == "nystrom":
-            return Nystroem(
-                n_components=self.n_landmarks or min(n_samples, _DEFAULT_LANDMARKS), kernel=name, gamma=gamma,
-                degree=degree, coef0=coef0, landmarks=self.landmarks, random_state=self.random_state,
-                n_threads=self.n_threads,
-            )
-        return RandomFourierFeatures(
-            n_components=self.n_features or _DEFAULT_RANDOM_FEATURES, kernel=name, gamma=gamma,
-            orthogonal=name == "rbf", random_state=self.random_state, n_threads=self.n_threads,
-        )
 
     def _primal_moments(self, fm, X, backend):
         """Moments of the features of X; uncentred (zero mean, scatter sum phi phi^T) without centring."""
@@ -417,11 +460,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Kernel PCA in the primal of an explicit feature map: eigenpairs of the m x m covariance of the
         centred features, hidden features from a second pass, and max |K|. `backend` streams in-memory data
         (rkm._utils.primal) or maps over Dask partitions (rkm._utils.dask_arrays)."""
-        fm = self._feature_map(X.shape[0], X.shape[1])
+        fm = clone(self.feature_map)
         check_memory(
             _primal_memory_bytes(X.shape[0], fm.n_components, n_components),
             "X",
-            f"a {self.method_} kernel PCA fit of {X.shape[0]} samples with {fm.n_components} features",
+            f"a {type(fm).__name__} kernel PCA fit of {X.shape[0]} samples with {fm.n_components} features",
         )
         if backend is primal:
             fm.fit(X)
@@ -429,7 +472,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             backend.fit_feature_map(fm, X)
         if n_components is not None and n_components > fm._n_features_out:
             raise ValueError(
-                f"n_components: at most the {fm._n_features_out} features of method={self.method_!r}, got {n_components}"
+                f"n_components: at most the {fm._n_features_out} features of the feature_map, got {n_components}"
             )
         moments = self._primal_moments(fm, X, backend)
         w, U = primal.primal_components(moments, n_components)
@@ -443,7 +486,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self.grand_mean_ = float(mean @ mean)
             self.column_means_ = (extended[:, -1] + self.grand_mean_).astype(extended.dtype)
         self.feature_map_, self.feature_mean_, self.primal_vectors_ = fm, mean, U
-        scale = eigen.kernel_diagonal_max(X, *self._kernel_spec(X.shape[1]))
+        scale = eigen.kernel_diagonal_max(X, *self._fit_kernel_spec(X.shape[1]))
         return w, np.ascontiguousarray(extended[:, :-1]), residuals, 1, scale
 
     def _fit_dask_matrix_free(self, dX, n_components):
@@ -479,11 +522,6 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.X_fit_ = X
         return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
 
-    def _say(self, message):
-        """With verbose, prints a progress line with the time since the fit began."""
-        if self.verbose:
-            print(f"KernelPCA [{time.perf_counter() - self._fit_began:7.1f} s] {message}", flush=True)
-
     def _store_components(self, w, V, scale, n_samples, dtype):
         """Checks the spectrum, scales it by 1 / eta and stores eigenvalues_ and H_."""
         rounding = eigen.rounding_level(n_samples, scale, dtype)
@@ -493,40 +531,42 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             eigenvalues = eigen.numerically_positive(w, dtype) / self.eta
         if not np.all(np.abs(eigenvalues) <= np.finfo(dtype).max):
             raise ValueError(
-                f"eta: the eigenvalues of K / eta overflow {np.dtype(dtype).name} (eta = {self.eta!r}); use a larger eta"
+                f"eta: the eigenvalues of K / eta overflow {np.dtype(dtype).name} (eta = {self.eta!r}); "
+                "use a larger eta"
             )
         if self.n_components is None:
             keep = eigenvalues > 0
             eigenvalues, V = eigenvalues[keep], V[:, keep]
             self.eigen_residuals_ = self.eigen_residuals_[keep]
-            if self.method_ in _PRIMAL_METHODS:
+            if self.kernel_storage_ is None:
                 self.primal_vectors_ = self.primal_vectors_[:, keep]
         self.eigenvalues_ = eigenvalues.astype(dtype)
         self.H_ = self.eigenvectors_ = np.ascontiguousarray(V, dtype=dtype)
 
     def _begin_fit(self, n_samples, n_features, dtype, in_memory=True):
-        """Validates the parameters and resolves gamma_, method_ and eigen_solver_; returns the number of
-        eigenpairs to compute (None: all of the primal problem)."""
-        self._validate_params(n_samples)
-        self._fit_began = time.perf_counter()
-        if self.center and n_samples == 1:
-            raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
-        _, self.gamma_, _, _ = self._kernel_spec(n_features)
-        self.method_ = self._resolve_method(n_samples, n_features, dtype, in_memory)
-        self._validate_method(n_samples, self.method_)
-        n_wanted = self.n_components or (None if self.method_ in _PRIMAL_METHODS else n_samples)
-        self.eigen_solver_ = self._resolve_solver(n_samples, n_wanted or 1, self.method_)
-        self._say(f"method {self.method_!r} for {n_samples} samples")
+        """Checks the parameters against the data and resolves gamma_, kernel_storage_ and solver_; returns the
+        number of eigenpairs to compute (None: all of the primal problem)."""
+        self._progress = Progress(type(self).__name__, self.verbose)
+        self.kernel_storage_ = self._check_params_vs_input(n_samples, n_features, dtype, in_memory)
+        _, self.gamma_, _, _ = self._fit_kernel_spec(n_features)
+        n_wanted = self.n_components or (None if self.kernel_storage_ is None else n_samples)
+        self.solver_ = self._resolve_solver(n_samples, n_wanted or 1, self.kernel_storage_)
+        if self.kernel_storage_ is None:
+            self._progress(f"feature_map {type(self.feature_map).__name__} for {n_samples} samples")
+        else:
+            self._progress(f"kernel_storage {self.kernel_storage_!r}, solver {self.solver_!r} for {n_samples} samples")
         return n_wanted
 
-    def fit(self, X, y=None):
+    # prefer_skip_nested_validation=False: the feature_map is not validated yet.
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X: ArrayLike, y: None = None) -> KernelPCA:
         """Fit the model from data X (or a Gram matrix when kernel="precomputed").
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or a dask.array.Array
-            A Dask array (chunked by rows) is fitted by method "nystrom" or "rff" as a map-reduce over its
-            partitions, or "matrix_free" with each block product as Dask tasks.
+            A Dask array (chunked by rows) is fitted through a ``feature_map`` as a map-reduce over its
+            partitions, or with kernel_storage "matrix_free" with each block product as Dask tasks.
         y : ignored
 
         Returns
@@ -538,16 +578,16 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=1)
         n_samples = X.shape[0]
         n_wanted = self._begin_fit(n_samples, X.shape[1], X.dtype)
-        if self.method_ in _PRIMAL_METHODS:
+        if self.kernel_storage_ is None:
             w, V, residuals, n_iter, scale = self._fit_primal(X, n_wanted)
-        elif self.method_ == "matrix_free":
+        elif self.kernel_storage_ == "matrix_free":
             w, V, residuals, n_iter, scale = self._fit_matrix_free(X, n_wanted)
         else:
-            w, V, residuals, n_iter, scale = self._fit_dense(X, n_wanted, self.eigen_solver_)
+            w, V, residuals, n_iter, scale = self._fit_dense(X, n_wanted, self.solver_)
         self.eigen_residuals_, self.n_iter_ = residuals, n_iter
         self._store_components(w, V, scale, n_samples, X.dtype)
-        self._say(f"fitted {self.eigenvalues_.size} components")
-        name = self._kernel_spec(X.shape[1])[0]
+        self._progress(f"fitted {self.eigenvalues_.size} components")
+        name = self._fit_kernel_spec(X.shape[1])[0]
         if name != "precomputed":
             self.X_fit_ = X
         self.preimage_ = self._resolve_preimage(name)
@@ -556,7 +596,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return self
 
     def _fit_dask(self, dX):
-        """fit for a Dask array: the primal methods as a map-reduce, matrix-free products as Dask tasks."""
+        """fit for a Dask array: a feature map's pass as a map-reduce, matrix-free products as Dask tasks."""
         from rkm._utils import dask_arrays
 
         dX = dask_arrays.check_dask_array(dX)
@@ -565,7 +605,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         n_wanted = self._begin_fit(n_samples, n_features, dX.dtype, in_memory=False)
-        if self.method_ == "matrix_free":
+        if self.kernel_storage_ == "matrix_free":
             w, V, residuals, n_iter, scale = self._fit_dask_matrix_free(dX, n_wanted)
             self.preimage_ = self._resolve_preimage(self._kernel_spec(n_features)[0])
         else:
@@ -576,7 +616,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 del self.X_fit_
         self.eigen_residuals_, self.n_iter_ = residuals, n_iter
         self._store_components(w, V, scale, n_samples, dX.dtype)
-        self._say(f"fitted {self.eigenvalues_.size} components")
+        self._progress(f"fitted {self.eigenvalues_.size} components")
         return self
 
     def _resolve_preimage(self, kernel_name):
@@ -642,14 +682,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _hidden(self, X):
         """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4); in the primal
         h* = (phi(x*) - mean) U / sqrt(eta lambda), the same map with the approximate kernel."""
-        if self.method_ in _PRIMAL_METHODS:
+        if self.kernel_storage_ is None:
             return primal.hidden_features(
                 self.feature_map_, X, self.feature_mean_, self.primal_vectors_, self.eigenvalues_ * self.eta
             ).astype(X.dtype, copy=False)
         scores = self._scores(X) / self.eta
         return np.divide(scores, self.eigenvalues_, out=np.zeros_like(scores), where=self.eigenvalues_ > 0)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Project X onto the components, in the convention chosen by ``scaling``.
 
         Parameters
@@ -671,7 +711,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X, dtype = self._validate_new(X)
         return eigen.finite_or_raise(self._hidden_to_output(self._hidden(X)), "transform").astype(dtype, copy=False)
 
-    def fit_transform(self, X, y=None):
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Fit and return the training projections (the hidden features H, scaled per ``scaling``).
 
         Equal to ``fit(X).transform(X)``: components with lambda = 0 give 0, as in ``transform``.
@@ -728,7 +769,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         )
         return X
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: ArrayLike) -> np.ndarray:
         """Map projections back to input space by the pre-image method ``preimage``.
 
         Parameters
@@ -747,7 +788,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError("X: contains NaN or infinity")
         return self._preimage(self._output_to_hidden(Z))
 
-    def denoise(self, X):
+    def denoise(self, X: ArrayLike) -> np.ndarray:
         """Project X on the s components and map it back (for rbf, the fixed point starts at X itself).
 
         Parameters

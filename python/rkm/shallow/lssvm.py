@@ -11,27 +11,40 @@ Classification (eqs. 3.19–3.23) is the same system for targets coded +-1 (one 
 minimum-output code), in the hidden features H_D = D_y H.
 """
 
+from __future__ import annotations
+
 import warnings
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
-from rkm.shallow import _pcg
 from rkm._utils import primal
-from rkm._utils.validation import FLOAT_DTYPES, check_choices, check_int, check_memory, check_positive
-from rkm._utils.threads import blas_threads, check_n_threads, thread_count
-from rkm._utils.coding import class_codes, class_scores
-from rkm.kernels import kernel_product, model_kernel_spec
+from rkm._utils.coding import CODINGS, class_codes, class_scores
+from rkm._utils.progress import Progress
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import (
+    COUNT,
+    FLOAT_DTYPES,
+    MAX_ITER,
+    N_THREADS,
+    POSITIVE,
+    RANDOM_STATE,
+    TOL,
+    VERBOSE,
+    check_memory,
+    kernel_constraints,
+)
+from rkm.kernels import Kernel, kernel_product, model_kernel_spec
+from rkm.shallow import _pcg
 
-_SOLVERS = ("auto", "cholesky", "cg", "primal")
-_PRECONDITIONERS = ("nystrom", "pivoted_cholesky", None)
-_STORAGES = ("matrix_free", "stored")
 # solver="auto" factorizes up to this many samples (about 40 s on 2 cores) and solves by conjugate gradients
 # beyond, or when the factorization does not fit in memory.
 AUTO_CHOLESKY_MAX_SAMPLES = 20_000
@@ -42,27 +55,47 @@ _DENSE_SLACK_BYTES = 64 * 2**20
 class _LSSVM(BaseEstimator):
     """Fitting and prediction shared by LSSVMRegressor and LSSVMClassifier: solve eq. 3.16 for targets Y."""
 
+    _parameter_constraints: dict = {
+        **kernel_constraints(precomputed=True),
+        "lam": POSITIVE,
+        "eta": POSITIVE,
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"auto", "cholesky", "cg", "primal"})],
+        "feature_map": [None, StrOptions({"linear"}), HasMethods(["fit", "transform"])],
+        "mixed_precision": ["boolean"],
+        "preconditioner": [StrOptions({"nystrom", "pivoted_cholesky"}), None],
+        "preconditioner_rank": [None, *COUNT],
+        "kernel_storage": [StrOptions(set(_pcg.STORAGES))],
+        "tol": TOL,
+        "max_iter": MAX_ITER,
+        "loo": ["boolean"],
+        "n_threads": N_THREADS,
+        "random_state": RANDOM_STATE,
+        "verbose": VERBOSE,
+    }
+
     def __init__(
         self,
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        lam=1.0,
-        eta=1.0,
-        fit_intercept=True,
-        solver="auto",
-        feature_map=None,
-        mixed_precision=False,
-        preconditioner="nystrom",
-        n_landmarks=None,
-        kernel_storage="matrix_free",
-        tol=None,
-        max_iter=None,
-        loo=False,
-        n_threads=None,
-        random_state=None,
-        verbose=0,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        lam: float = 1.0,
+        eta: float = 1.0,
+        fit_intercept: bool = True,
+        solver: str = "auto",
+        feature_map: str | object | None = None,
+        mixed_precision: bool = False,
+        preconditioner: str | None = "nystrom",
+        preconditioner_rank: int | None = None,
+        kernel_storage: str = "matrix_free",
+        tol: float | None = None,
+        max_iter: int | None = None,
+        loo: bool = False,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -75,7 +108,7 @@ class _LSSVM(BaseEstimator):
         self.feature_map = feature_map
         self.mixed_precision = mixed_precision
         self.preconditioner = preconditioner
-        self.n_landmarks = n_landmarks
+        self.preconditioner_rank = preconditioner_rank
         self.kernel_storage = kernel_storage
         self.tol = tol
         self.max_iter = max_iter
@@ -90,24 +123,10 @@ class _LSSVM(BaseEstimator):
         """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
         return model_kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _validate_params(self, n_samples, n_features):
-        check_positive(self.lam, "lam")
-        check_positive(self.eta, "eta")
-        check_positive(self.tol, "tol", allow_none=True)
-        check_n_threads(self.n_threads)
-        check_choices((
-            ("solver", self.solver, _SOLVERS),
-            ("preconditioner", self.preconditioner, _PRECONDITIONERS),
-            ("kernel_storage", self.kernel_storage, _STORAGES),
-        ))
-        for name in ("fit_intercept", "mixed_precision", "loo"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name}: must be True or False, got {getattr(self, name)!r}")
-        for name in ("max_iter", "n_landmarks"):
-            check_int(getattr(self, name), name, allow_none=True)
-        if self.n_landmarks is not None and self.n_landmarks > n_samples:
-            raise ValueError(f"n_landmarks: at most n_samples={n_samples}, got {self.n_landmarks}")
-        check_int(self.verbose, "verbose", low=0)
+    def _check_params_vs_input(self, n_samples, n_features):
+        """The rules that need the data or tie parameters together; returns the solver the fit uses."""
+        if self.preconditioner_rank is not None and self.preconditioner_rank > n_samples:
+            raise ValueError(f"preconditioner_rank: at most n_samples={n_samples}, got {self.preconditioner_rank}")
         name = self._kernel_spec(n_features)[0]
         solver = self._resolve_solver(n_samples, name)
         if self.loo and solver != "cholesky":
@@ -133,15 +152,12 @@ class _LSSVM(BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def _say(self, message):
-        if self.verbose:
-            print(f"[{type(self).__name__}] {message}", flush=True)
-
     def _fit_targets(self, X, Y):
         """Solve eq. 3.16 (or 3.15 in the primal) for the targets Y (n_samples x p, float64)."""
-        self.solver_ = self._validate_params(*X.shape)
+        self._progress = Progress(type(self).__name__, self.verbose)
+        self.solver_ = self._check_params_vs_input(*X.shape)
         self.n_iter_ = 1
-        self._say(f"solver {self.solver_!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
+        self._progress(f"solver {self.solver_!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
         if self.solver_ == "primal":
             self._fit_primal(X, Y)
         elif self.solver_ == "cg":
@@ -177,7 +193,7 @@ class _LSSVM(BaseEstimator):
                     X, Y, name, gamma, degree, coef0, self.eta, self.lam, self.fit_intercept, self.n_threads
                 )
                 self.n_iter_ = 1 + max(refinements, 0)
-                self._say(
+                self._progress(
                     "float32 factorization, float64 refinement: "
                     + (f"{refinements} iteration(s)" if refinements >= 0 else "fell back to float64")
                 )
@@ -194,17 +210,16 @@ class _LSSVM(BaseEstimator):
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         result = _pcg.lssvm_pcg_fit(
             X, Y, name, gamma, degree, coef0, eta=self.eta, lam=self.lam, fit_intercept=self.fit_intercept,
-            storage=self.kernel_storage, preconditioner=self.preconditioner, rank=self.n_landmarks,
+            storage=self.kernel_storage, preconditioner=self.preconditioner, rank=self.preconditioner_rank,
             tol=_pcg.DEFAULT_TOL if self.tol is None else self.tol, max_iter=self.max_iter, n_threads=self.n_threads,
-            random_state=self.random_state, verbose=self.verbose,
+            random_state=self.random_state, verbose=self.verbose, progress=self._progress,
         )
         self.n_iter_ = result.n_iter
         self.cg_residuals_ = np.asarray(result.residuals)
         if not result.converged:
             warnings.warn(
                 f"solver='cg' stopped after {result.n_iter} iterations at relative residual "
-                f"{np.max(result.residuals):.2e} > tol; increase max_iter or n_landmarks (the preconditioner's "
-                "rank), or lam",
+                f"{np.max(result.residuals):.2e} > tol; increase max_iter or preconditioner_rank, or lam",
                 ConvergenceWarning,
                 stacklevel=3,
             )
@@ -245,12 +260,8 @@ class _LSSVM(BaseEstimator):
 
     def _fitted_feature_map(self, X):
         """None for the linear map phi(x) = x, else a fitted clone of the given transformer."""
-        if isinstance(self.feature_map, str):
-            if self.feature_map != "linear":
-                raise ValueError(f"feature_map: must be 'linear' or a transformer, got {self.feature_map!r}")
+        if isinstance(self.feature_map, str):  # "linear", the one name the constraints let through
             return None
-        if not hasattr(self.feature_map, "fit") or not hasattr(self.feature_map, "transform"):
-            raise ValueError(f"feature_map: must be 'linear' or a transformer, got {self.feature_map!r}")
         return clone(self.feature_map).fit(X)
 
     # ------------------------------------------------------------------ prediction
@@ -305,15 +316,20 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
     lambda: LS-SVMlab's gam (and the gamma of eqs. 2.10–2.11) is 1 / lam, and the fit equals
     ``KernelRidge(alpha=lam * eta)`` plus the bias.
 
+    Every parameter is keyword-only (the model has no defining one, as scikit-learn's ``SVR``).
+
     Parameters
     ----------
     kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel, default="rbf"
         "rbf" is exp(-gamma ||x - y||^2); use ``rkm.kernels.RBF.from_sigma`` for a paper's sigma.
         "precomputed" takes the N x N kernel matrix in ``fit`` and kernel rows k(X, X_train) in ``predict``.
+        Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted.
     gamma : float, default=None
         Kernel coefficient of rbf/laplacian/poly; None means 1 / n_features.
-    degree, coef0 : float
-        Parameters of the poly kernel (gamma x^T y + coef0)^degree.
+    degree : float, default=3
+        Degree of the poly kernel (gamma x^T y + coef0)^degree.
+    coef0 : float, default=1.0
+        Constant of the poly kernel.
     lam : float, default=1.0
         The regularization lambda > 0 of eqs. 3.14–3.16 (the hidden features' weight).
     eta : float, default=1.0
@@ -339,25 +355,30 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         (float32 factorizes 1.5x faster here, and 2-3 refinement steps take the rest): a memory saver, for N
         whose N^2 float64 matrix does not fit. ``n_iter_`` counts the refinement steps.
     preconditioner : {"nystrom", "pivoted_cholesky", None}, default="nystrom"
-        Low-rank preconditioner of solver="cg": F F^T + lam I from a Nyström approximation or a pivoted
-        Cholesky factorization of rank ``n_landmarks``.
-    n_landmarks : int, default=None
-        Rank of the preconditioner (None: rkm.shallow._pcg's default).
-    kernel_storage : {"matrix_free", "stored"}, default="matrix_free"
-        For solver="cg": recompute the kernel in tiles at each product, or store it once in X's dtype.
+        Low-rank preconditioner of solver="cg": F F^T + lam I from a Nyström approximation (uniform landmarks)
+        or a pivoted Cholesky factorization of rank ``preconditioner_rank``.
+    preconditioner_rank : int, default=None
+        Rank of the preconditioner, at most n_samples (None: min(n_samples, 1000, max(100, n_samples / 20)),
+        and at most what keeps the factor within 1 GiB).
+    kernel_storage : {"matrix_free", "dense"}, default="matrix_free"
+        For solver="cg": "matrix_free" recomputes the kernel in tiles at each product (O(N (d + p)) memory),
+        "dense" stores it once in X's dtype (N^2 entries). The default differs from KernelPCA's "auto" on
+        purpose: the conjugate-gradient solver exists for kernel matrices that do not fit in memory (solver
+        "cholesky" stores it already).
     tol : float, default=None
         Relative residual at which solver="cg" stops (None: 1e-6).
     max_iter : int, default=None
-        Iteration limit of solver="cg".
+        Iteration limit of solver="cg" (None: max(100, 10 sqrt(n_samples))).
     loo : bool, default=False
         Compute the closed-form leave-one-out residuals (solver="cholesky"): ``loo_residuals_`` and
         ``loo_mse_``, at about the cost of a second factorization.
     n_threads : int, default=None
-        Threads of the core and of BLAS (None: all; -1 all cores, -k all but k - 1).
-    random_state : int, RandomState or None
+        Threads of the core and of BLAS (None: OpenMP's default; -1: all cores; 0 is an error).
+    random_state : int, RandomState or None, default=None
         Seeds the preconditioner of solver="cg".
     verbose : int, default=0
-        Progress messages when positive.
+        0: silent; 1: the solver chosen and its stages (solver="cg": a line every 10 iterations and at each
+        residual check); 2: every conjugate-gradient iteration.
 
     Attributes
     ----------
@@ -394,7 +415,9 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
     True
     """
 
-    def fit(self, X, y):
+    # prefer_skip_nested_validation=False: the feature_map transformer is not validated yet.
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X: ArrayLike, y: ArrayLike) -> LSSVMRegressor:
         """Fit the model (solve eq. 3.16, or eq. 3.15 in the primal).
 
         Parameters
@@ -422,7 +445,7 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         tags.target_tags.multi_output = True
         return tags
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predict by eq. 3.17.
 
         Parameters
@@ -445,6 +468,8 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
     (eq. 3.16) for these targets, in the hidden features H_D = D_y H (D_y = diag(y_i)), and the classifier
     of eq. 3.23 is sign((1/eta) sum_j D_yj h_j K(x_j, x) + b). For two classes this is the classical LS-SVM
     classifier of eqs. 2.10–2.11 with gamma = 1 / lam.
+
+    Every parameter is keyword-only (the model has no defining one, as scikit-learn's ``SVC``).
 
     Parameters
     ----------
@@ -478,38 +503,46 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
     True
     """
 
+    _parameter_constraints: dict = {
+        **_LSSVM._parameter_constraints,
+        "coding": [StrOptions(set(CODINGS))],
+    }
+
     def __init__(
         self,
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        lam=1.0,
-        eta=1.0,
-        fit_intercept=True,
-        coding="one_vs_all",
-        solver="auto",
-        feature_map=None,
-        mixed_precision=False,
-        preconditioner="nystrom",
-        n_landmarks=None,
-        kernel_storage="matrix_free",
-        tol=None,
-        max_iter=None,
-        loo=False,
-        n_threads=None,
-        random_state=None,
-        verbose=0,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        lam: float = 1.0,
+        eta: float = 1.0,
+        fit_intercept: bool = True,
+        coding: str = "one_vs_all",
+        solver: str = "auto",
+        feature_map: str | object | None = None,
+        mixed_precision: bool = False,
+        preconditioner: str | None = "nystrom",
+        preconditioner_rank: int | None = None,
+        kernel_storage: str = "matrix_free",
+        tol: float | None = None,
+        max_iter: int | None = None,
+        loo: bool = False,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
     ):
         super().__init__(
             kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, lam=lam, eta=eta, fit_intercept=fit_intercept,
             solver=solver, feature_map=feature_map, mixed_precision=mixed_precision, preconditioner=preconditioner,
-            n_landmarks=n_landmarks, kernel_storage=kernel_storage, tol=tol, max_iter=max_iter, loo=loo,
-            n_threads=n_threads, random_state=random_state, verbose=verbose,
+            preconditioner_rank=preconditioner_rank, kernel_storage=kernel_storage, tol=tol, max_iter=max_iter,
+            loo=loo, n_threads=n_threads, random_state=random_state, verbose=verbose,
         )
         self.coding = coding
 
-    def fit(self, X, y):
+    # prefer_skip_nested_validation=False: the feature_map transformer is not validated yet.
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X: ArrayLike, y: ArrayLike) -> LSSVMClassifier:
         """Fit the classifier (solve eq. 3.22 for the coded labels).
 
         Parameters
@@ -541,7 +574,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             self.loo_error_ = float(np.mean(np.argmax(loo_scores, axis=1) != labels))
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """The outputs (1/eta) sum_j D_yj h_j K(x_j, x) + b of eq. 3.23 (before the sign).
 
         Returns
@@ -552,7 +585,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         """
         return class_scores(self._outputs(X), self.codes_, self.coding)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Class labels: the sign of eq. 3.23 for two classes, the codeword nearest the outputs beyond."""
         scores = self.decision_function(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)

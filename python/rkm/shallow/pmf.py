@@ -1,13 +1,16 @@
 """Kernel pmf (Parzen-type model) as a restricted kernel machine (Suykens 2017 section 3.6, eqs. 3.33-3.35)."""
 
+from __future__ import annotations
+
 import numpy as np
-from sklearn.base import BaseEstimator
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm._utils.validation import FLOAT_DTYPES
-from rkm._utils.threads import check_n_threads
-from rkm.kernels import kernel_product, model_kernel_spec
+from rkm._utils.validation import FLOAT_DTYPES, N_THREADS, POSITIVE
+from rkm.kernels import Kernel, kernel_product, model_kernel_spec
 
 # Kernels that are nonnegative on every input (so that p_i >= 0, eq. 3.35) and integrable, so that they also
 # give a density.
@@ -48,17 +51,20 @@ class KernelPMF(BaseEstimator):
     The kernel sums are streamed: the N_new x N kernel matrix is never stored. They are accumulated in double
     precision whatever the input dtype, and the results are float64.
 
+    The model has no defining parameter: every parameter is keyword-only.
+
     Parameters
     ----------
     kernel : {"rbf", "laplacian", "precomputed"} or Kernel, default="rbf"
         Alias "gaussian" (rbf) is accepted. "rbf" is exp(-gamma ||x - y||^2), "laplacian" exp(-gamma
-        ||x - y||_1). "precomputed": ``fit`` takes the N x N kernel matrix of the training points and
-        ``pmf`` the kernel rows K(x*, X_train) (n x N); entries must be nonnegative. A precomputed kernel
+        ||x - y||_1): the kernels that are nonnegative everywhere (so that p_i >= 0) and integrable (so that
+        they give a density). "precomputed": ``fit`` takes the N x N kernel matrix of the training points
+        and ``pmf`` the kernel rows K(x*, X_train) (n x N); entries must be nonnegative. A precomputed kernel
         has no density: the model then has no ``score_samples`` and ``score`` (AttributeError).
     gamma : float, default=None
-        Kernel bandwidth; None means 1 / n_features.
+        Kernel bandwidth, > 0; None means 1 / n_features.
     n_threads : int, default=None
-        Threads for the kernel core (None: OpenMP's default; -1: all cores).
+        Threads for the kernel core (None: OpenMP's default; -1: all cores; 0 is an error).
 
     Attributes
     ----------
@@ -75,14 +81,20 @@ class KernelPMF(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from rkm.pmf import KernelPMF
+    >>> from rkm import KernelPMF
     >>> x = np.random.default_rng(0).choice(3, size=(1000, 1), p=[0.2, 0.5, 0.3]).astype(float)
     >>> model = KernelPMF(gamma=20.0).fit(x)
     >>> np.round(model.pmf([[0.0], [1.0], [2.0]]), 1)
     array([0.2, 0.5, 0.3])
     """
 
-    def __init__(self, kernel="rbf", gamma=None, n_threads=None):
+    _parameter_constraints: dict = {
+        "kernel": [StrOptions({"rbf", "gaussian", "laplacian", "precomputed"}), Kernel],
+        "gamma": [None, *POSITIVE],
+        "n_threads": N_THREADS,
+    }
+
+    def __init__(self, *, kernel: str | Kernel = "rbf", gamma: float | None = None, n_threads: int | None = None):
         self.kernel = kernel
         self.gamma = gamma
         self.n_threads = n_threads
@@ -115,7 +127,8 @@ class KernelPMF(BaseEstimator):
             )
         return K.astype(np.float64, copy=False)
 
-    def fit(self, X, y=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: ArrayLike, y: None = None) -> KernelPMF:
         """Fit the kernel pmf on the training points (eq. 3.35).
 
         Parameters
@@ -129,7 +142,6 @@ class KernelPMF(BaseEstimator):
         self
         """
         X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C")
-        check_n_threads(self.n_threads)
         name, self.gamma_ = self._kernel_spec(X.shape[1])
         if name == "precomputed":
             column_sums = self._check_precomputed(X, X.shape[0]).sum(axis=0)
@@ -153,7 +165,7 @@ class KernelPMF(BaseEstimator):
             return self._check_precomputed(X, self.p_.shape[0]).sum(axis=1)
         return self._kernel_sums(X)
 
-    def pmf(self, X):
+    def pmf(self, X: ArrayLike) -> np.ndarray:
         """The kernel pmf over a set of candidate points, normalized so that it sums to 1 over them.
 
         p(x*_k) = sum_j K(x_j, x*_k) / sum_l sum_j K(x_j, x*_l): eq. 3.35 with eta taken over the candidates.
@@ -182,7 +194,7 @@ class KernelPMF(BaseEstimator):
         return self.kernel != "precomputed"
 
     @available_if(_has_density)
-    def score_samples(self, X):
+    def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Log of the Parzen density at each point of X (rbf and laplacian kernels).
 
         log f(x) = log(sum_j K(x_j, x)) - log(N) - log(Z_k), Z_k the kernel's integral, so that f integrates
@@ -204,7 +216,7 @@ class KernelPMF(BaseEstimator):
         return log_sums - np.log(self.X_fit_.shape[0]) - _log_kernel_integral(name, gamma, self.n_features_in_)
 
     @available_if(_has_density)
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike, y: None = None) -> float:
         """Total log-likelihood of X under the density (the sum of ``score_samples``), as KernelDensity.score.
 
         Parameters
