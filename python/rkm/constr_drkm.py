@@ -31,6 +31,7 @@ from rkm.kernels import (
     kernel_matrix,
     kernel_product,
     kernel_spec,
+    names_with,
 )
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mean
 
@@ -40,9 +41,9 @@ SOLVERS = ("pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson")
 INITS = ("random", "levelwise")
 PREIMAGE_PATHS = ("expansion", "kpca", "chained")
 # Kernels of levels l >= 2, which the objective differentiates with respect to the previous level's features.
-LEVEL_KERNELS = ("rbf", "laplacian", "poly", "linear")
+LEVEL_KERNELS = names_with("level_derivatives")
 # Kernels whose bandwidth learn_gamma can learn.
-BANDWIDTH_KERNELS = ("rbf", "laplacian")
+BANDWIDTH_KERNELS = names_with("distance")
 # learn_gamma: most rounds of (hidden features, bandwidths) alternation.
 MAX_GAMMA_ROUNDS = 20
 # learn_gamma without centring: bandwidths stay within this factor of their starting values (the uncentred
@@ -271,8 +272,8 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         if self.learn_gamma:
             for level, spec in enumerate(specs, start=1):
                 if spec[0] not in BANDWIDTH_KERNELS:
-                    raise ValueError(f"learn_gamma: bandwidths are learned for rbf and laplacian levels only; level "
-                                     f"{level} is {spec[0]!r}")
+                    raise ValueError(f"learn_gamma: bandwidths are learned for {' and '.join(BANDWIDTH_KERNELS)} "
+                                     f"levels only; level {level} is {spec[0]!r}")
         return sizes, etas, specs
 
     def _level_specs(self, n_samples, n_features, sizes):

@@ -33,11 +33,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rkm import _core
 from rkm._base import blas_threads, check_choices, check_int, check_n_threads, check_nonnegative
 from rkm._deep_primal import DivergenceError, minimize_objective
-from rkm.kernels import Kernel, kernel_matrix, kernel_spec
+from rkm.kernels import Kernel, kernel_matrix, kernel_spec, names_with
 
 __all__ = ["KernelAutoencoder"]
 
-LAYER_KERNELS = ("rbf", "poly", "linear")
+LAYER_KERNELS = names_with("layer_derivatives")
 # Armijo's sufficient-decrease constant and the memory of the non-monotone Barzilai-Borwein safeguard.
 _ARMIJO = 1e-4
 _BB_MEMORY = 10

@@ -26,10 +26,11 @@ import numpy as np
 
 from rkm import _core
 from rkm._base import blas_threads, check_fits_in_memory, check_matrix, check_n_threads, check_positive
+from rkm._kernel_table import ALIASES, KERNEL_NAMES, KERNELS, KernelInfo, names_with  # noqa: F401 (re-exported)
 
-KERNEL_NAMES = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
-_ALIASES = {"polynomial": "poly", "gaussian": "rbf"}
-_GAMMA_KERNELS = ("poly", "rbf", "laplacian")
+_ALIASES = ALIASES
+
+_GAMMA_KERNELS = names_with("has_gamma")
 
 
 def canonical_kernel_name(kernel, extra_names=()):
@@ -57,7 +58,7 @@ def resolve_gamma(kernel, gamma, n_features):
 
 
 def _check_kernel_arguments(kernel, degree, coef0):
-    if kernel != "poly":
+    if not KERNELS[kernel].has_degree:
         return
     if isinstance(degree, bool) or not isinstance(degree, numbers.Real) or not np.isfinite(degree) or degree < 0:
         raise ValueError(f"degree: must be a non-negative number, got {degree!r}")

@@ -26,7 +26,7 @@ from rkm._base import (
 )
 from rkm._dask import is_dask_array
 from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec
+from rkm.kernels import kernel_matrix, kernel_product, model_kernel_spec, names_with
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
 
 _METHODS = ("auto", "dense", "matrix_free", "nystrom", "rff")
@@ -264,8 +264,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError(f"eigen_solver: 'dense' needs the stored kernel matrix (method='dense'), not {method!r}")
         if self.preimage == "ridge":
             raise ValueError(f"preimage: 'ridge' solves an n_samples x n_samples system; not with method={method!r}")
-        if method == "rff" and self._kernel_spec(1)[0] not in ("rbf", "laplacian"):
-            raise ValueError("method: 'rff' has random Fourier features for the rbf and laplacian kernels only")
+        if method == "rff" and self._kernel_spec(1)[0] not in names_with("fourier_features"):
+            raise ValueError(f"method: 'rff' has random Fourier features for the "
+                             f"{' and '.join(names_with('fourier_features'))} kernels only")
         if method == "nystrom" and self.n_landmarks is not None and self.n_landmarks > n_samples:
             raise ValueError(f"n_landmarks: at most n_samples={n_samples}, got {self.n_landmarks}")
         if method == "matrix_free" and self.n_components is None:
