@@ -8,7 +8,7 @@ from rkm import KernelPCA, _core, reference, stiefel
 from rkm import _constr_levels
 from rkm._constr_levels import bandwidth_objective, levelwise_init
 from rkm.constr_drkm import ConstrainedDeepRKM, _preimage
-from rkm.kernels import kernel_matrix
+from rkm.kernels import kernel_matrix, names_with
 from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -303,6 +303,10 @@ def test_sklearn_compatible_estimator(estimator, check):
 
 LEVEL_SPECS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian", 0.4, 3.0, 1.0),
                "poly": ("poly", 0.5, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0)}
+
+
+def test_level_specs_cover_every_kernel_with_level_derivatives():
+    assert set(LEVEL_SPECS) == set(names_with("level_derivatives"))
 
 
 @pytest.mark.parametrize("solver_limit", [1000, 10])  # dense LAPACK, or ARPACK beyond the limit
