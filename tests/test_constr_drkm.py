@@ -12,7 +12,7 @@ from rkm import KernelPCA, _core, reference, stiefel
 from rkm.deep import _constr_levels
 from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
 from rkm.deep.constrained import ConstrainedDeepRKM, _preimage
-from rkm.kernels import kernel_matrix
+from rkm.kernels import kernel_matrix, names_with
 
 
 def _data(n=60, seed=0):
@@ -324,6 +324,10 @@ def test_bad_data_and_components(deep_model):
 
 LEVEL_SPECS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian", 0.4, 3.0, 1.0),
                "poly": ("poly", 0.5, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0)}
+
+
+def test_level_specs_cover_every_kernel_with_level_derivatives():
+    assert set(LEVEL_SPECS) == set(names_with("level_derivatives"))
 
 
 @pytest.mark.parametrize("solver_limit", [1000, 10])  # dense LAPACK, or ARPACK beyond the limit

@@ -1,5 +1,7 @@
 """Every routine of the compiled core against its NumPy twin in rkm.reference."""
 
+import ast
+import pathlib
 import signal
 import subprocess
 import sys
@@ -9,9 +11,11 @@ import time
 import numpy as np
 import pytest
 
+import rkm
 from rkm import _core, reference
+from rkm.kernels import ALIASES, KERNEL_NAMES, KERNELS as KERNEL_TABLE, names_with
 
-KERNELS = ["linear", "poly", "rbf", "laplacian", "cosine", "tanimoto"]
+KERNELS = list(KERNEL_NAMES)
 SHAPES = [(1, 1), (1, 5), (7, 1), (33, 3), (300, 17), (701, 64)]
 
 
@@ -48,6 +52,51 @@ def test_kernel_matrix_lower_only_writes_the_lower_triangle(rng, dtype, tol, ker
     K = _core.kernel_matrix(X, None, kernel, 0.2, 3, 1.0, None, lower_only=True)
     expected = reference.kernel_matrix(X, None, kernel, 0.2, 3, 1.0, None, lower_only=True)
     np.testing.assert_allclose(np.tril(K), np.tril(expected), **tol)
+
+
+def test_the_kernel_table_lists_the_cores_kernels():
+    assert _core.kernel_names() == list(KERNEL_NAMES) == list(KERNEL_TABLE)
+    X = np.ones((2, 3))
+    for alias, name in ALIASES.items():
+        np.testing.assert_array_equal(_core.kernel_matrix(X, None, alias, 0.5), _core.kernel_matrix(X, None, name, 0.5))
+
+
+@pytest.mark.parametrize("capability", ["has_gamma", "nystroem", "fourier_features", "level_derivatives",
+                                        "layer_derivatives", "density", "distance"])
+def test_every_capability_names_kernels_of_the_table(capability):
+    assert set(names_with(capability)) <= set(KERNEL_NAMES)
+
+
+def test_an_unknown_kernel_names_itself_and_the_valid_ones():
+    with pytest.raises(ValueError, match="^kernel: unknown kernel 'sigmoid'; choose one of " + ", ".join(KERNEL_NAMES)):
+        _core.kernel_matrix(np.ones((2, 2)), None, "sigmoid")
+    # Every binding takes kernel names through the same parser.
+    with pytest.raises(ValueError, match="^level_kernels: unknown kernel 'sigmoid'; choose one of"):
+        _core.ConstrainedDeepObjective(np.eye(3), [("sigmoid", 1.0, 3.0, 1.0)], [1, 1], [1.0, 1.0], True)
+    with pytest.raises(ValueError, match="^kernels: unknown kernel 'sigmoid'; choose one of"):
+        _core.kae_loss_and_grad(np.ones((3, 2)), [np.ones((3, 2))], [("sigmoid", 1.0, 3.0, 1.0)], None, [0.1])
+
+
+@pytest.mark.parametrize("kernel", sorted(set(KERNEL_NAMES) - set(names_with("level_derivatives"))))
+def test_level_kernels_without_derivatives_are_refused(kernel):
+    with pytest.raises(ValueError, match=f"^level_kernels: the {kernel} kernel"):
+        _core.ConstrainedDeepObjective(np.eye(3), [(kernel, 1.0, 3.0, 1.0)], [1, 1], [1.0, 1.0], True)
+
+
+@pytest.mark.parametrize("kernel", sorted(set(KERNEL_NAMES) - set(names_with("layer_derivatives"))))
+def test_layer_kernels_without_derivatives_are_refused(kernel):
+    with pytest.raises(ValueError, match=f"^kernels: the {kernel} kernel"):
+        _core.kae_loss_and_grad(np.ones((3, 2)), [np.ones((3, 2))], [(kernel, 1.0, 3.0, 1.0)], None, [0.1])
+
+
+def test_the_type_stub_covers_every_public_name_of_the_core():
+    stub = pathlib.Path(rkm.__file__).with_name("_core.pyi")
+    tree = ast.parse(stub.read_text())
+    names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    names |= {node.target.id for node in tree.body if isinstance(node, ast.AnnAssign)}
+    public = {name for name in dir(_core) if not name.startswith("_")}
+    assert public <= names, sorted(public - names)
+    assert (stub.parent / "py.typed").is_file()
 
 
 def test_kernel_matrix_spans_several_bands(rng):

@@ -12,7 +12,7 @@ from rkm import KernelPCA, features
 from rkm._utils.primal import FeatureMoments, feature_moments, hidden_features, primal_components
 from rkm._utils.threads import blas_threads
 from rkm.features import Nystroem, RandomFourierFeatures, renyi_entropy
-from rkm.kernels import RBF, Polynomial, kernel_matrix
+from rkm.kernels import Polynomial, RBF, kernel_matrix, names_with
 
 
 def _data(n=300, d=16, seed=1):
@@ -224,7 +224,7 @@ def test_landmark_selection_is_limited_to_the_candidate_pool():
 # ---------------------------------------------------------------------- random Fourier features
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("kernel", names_with("fourier_features"))
 def test_fourier_error_shrinks_as_one_over_sqrt_of_the_number_of_features(kernel):
     # Each entry of Phi Phi^T averages D terms of variance at most 1, so ||Phi Phi^T - K||_F is about
     # n / sqrt(D) (measured 0.86 to 1.09 times it here); allow a factor 2.

@@ -7,7 +7,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from rkm import KernelAutoencoder, KernelPCA, reference
-from rkm.kernels import kernel_matrix
+from rkm.kernels import kernel_matrix, names_with
 
 
 def _circles(n_samples, noise=0.05, seed=0):
@@ -282,7 +282,8 @@ def _invalid(name):
     ({"tol": -1.0}, _invalid("tol")),
     ({"n_iter_no_change": 0}, _invalid("n_iter_no_change")),
     ({"kernel": "laplacian"}, _invalid("kernel")),
-    ({"kernel": ["rbf", "laplacian"]}, r"kernel: must be one of rbf, poly, linear, got 'laplacian' \(layer 2\)"),
+    ({"kernel": ["rbf", "laplacian"]},
+     rf"kernel: must be one of {', '.join(names_with('layer_derivatives'))}, got 'laplacian' \(layer 2\)"),
     ({"kernel": ["rbf", "precomputed"]}, "kernel: only the first layer can be 'precomputed'"),
     ({"gamma": -1.0}, "gamma: must be a positive finite number"),
     ({"gamma": "0.5"}, _invalid("gamma")),

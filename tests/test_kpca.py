@@ -13,7 +13,7 @@ from rkm import KernelPCA, _core, datasets
 from rkm._utils import validation
 from rkm._utils.eigen import fit_memory_bytes as _fit_memory_bytes
 from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import RBF, kernel_matrix
+from rkm.kernels import KERNEL_NAMES, RBF, kernel_matrix
 from rkm.shallow import kpca
 
 
@@ -326,8 +326,10 @@ def test_unknown_kernel_error_lists_precomputed(blobs):
 
 # ---------------------------------------------------------------------------------------------- large-N methods
 
-KERNELS = [("rbf", dict(gamma=0.05)), ("laplacian", dict(gamma=0.05)), ("poly", dict(gamma=0.1, degree=2)),
-           ("linear", {}), ("cosine", {}), ("tanimoto", {})]
+# Parameters of each kernel of rkm.kernels.KERNEL_NAMES (a new kernel needs an entry here).
+KERNEL_PARAMS = {"rbf": dict(gamma=0.05), "laplacian": dict(gamma=0.05), "poly": dict(gamma=0.1, degree=2),
+                 "linear": {}, "cosine": {}, "tanimoto": {}}
+KERNELS = [(name, KERNEL_PARAMS[name]) for name in KERNEL_NAMES]
 
 
 @pytest.mark.parametrize("center", [True, False])

@@ -1,4 +1,4 @@
-"""LS-SVM regression and classification as RKMs (rkm.lssvm) and the core's dual solver (_core.lssvm_*)."""
+"""LS-SVM regression and classification as RKMs (rkm.shallow.lssvm) and the core's dual solver (_core.lssvm_*)."""
 
 import warnings
 

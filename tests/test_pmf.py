@@ -9,7 +9,7 @@ from scipy.stats import norm
 from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import KernelDensity
 
-from rkm.kernels import RBF, Linear, Polynomial, kernel_matrix
+from rkm.kernels import Linear, Polynomial, RBF, kernel_matrix, names_with
 from rkm.shallow.pmf import KernelPMF
 
 SUPPORT = np.arange(5.0)[:, None]
@@ -29,7 +29,7 @@ def _mixture_density(x):
 # ---------------------------------------------------------------- eq. 3.35
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("kernel", names_with("density"))
 def test_training_pmf_is_eq_3_35(rng, kernel, dtype):
     X = rng.normal(size=(150, 2)).astype(dtype)
     model = KernelPMF(kernel=kernel, gamma=0.7).fit(X)
@@ -104,7 +104,7 @@ def test_laplacian_density_in_one_dimension_is_sklearn_exponential():
     np.testing.assert_allclose(model.score_samples(grid), reference.score_samples(grid), rtol=1e-12, atol=1e-10)
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("kernel", names_with("density"))
 def test_two_dimensional_density_integrates_to_one(rng, kernel):
     X = rng.normal(size=(300, 2))
     axis = np.linspace(-7.0, 7.0, 281)

@@ -30,6 +30,7 @@ from sklearn.exceptions import NotFittedError
 
 from rkm import KernelPCA, _core
 from rkm.kernels import (
+    KERNEL_NAMES,
     RBF,
     Cosine,
     Laplacian,
@@ -44,7 +45,6 @@ DOCUMENTED_ERRORS = (ValueError, TypeError, MemoryError)
 # A single example taking this long has hung: dump every thread's stack and end the run rather than wait.
 WATCHDOG_SECONDS = 120
 
-KERNEL_NAMES = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
 # Names the API accepts as aliases, and names it must reject.
 OTHER_KERNEL_NAMES = ("polynomial", "gaussian", "sigmoid", "RBF", "", "precomputed")
 

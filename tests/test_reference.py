@@ -15,6 +15,7 @@ from sklearn.preprocessing import KernelCenterer
 from threadpoolctl import threadpool_info
 
 from rkm import reference
+from rkm._kernel_table import KERNEL_NAMES, names_with
 from rkm.reference import _blocks, _validation
 
 SKLEARN_KERNELS = ["linear", "poly", "rbf", "laplacian", "cosine"]
@@ -315,7 +316,7 @@ PRODUCT_SHAPES = [(1, None, 1, 1), (1, 4, 2, 1), (7, None, 1, 2), (6, 4, 3, 1), 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", PRODUCT_SHAPES)
-@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_kernel_product_is_kernel_matrix_times_block(small_blocks, kernel, shape, dtype):
     n_x, n_y, d, b = shape
     X, Y = _data(n_x, n_y, d, dtype, seed=21)
@@ -389,7 +390,7 @@ def _oriented(V):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("center", [True, False])
 @pytest.mark.parametrize("n, s", [(1, 1), (20, 3)])
-@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_kernel_top_eigsh_matches_scipy_on_the_explicit_kernel(kernel, n, s, center, dtype):
     X, _ = _data(n, None, 4, dtype, seed=25)
     start = _start(n, s + 2, dtype)
@@ -422,13 +423,13 @@ def small_blocks(monkeypatch):
 def _direct_kernel(kernel, X, Y, gamma):
     if kernel == "tanimoto":
         return _tanimoto_loop(X, Y)
-    params = dict(gamma=gamma) if kernel in ("poly", "rbf", "laplacian") else {}
+    params = dict(gamma=gamma) if kernel in names_with("has_gamma") else {}
     return pairwise_kernels(X, Y, metric=kernel, **params)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_y", [None, 11])
-@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_kernel_matrix_in_several_blocks(small_blocks, kernel, n_y, dtype):
     X, Y = _data(30, n_y, 4, dtype, seed=11)
     K = reference.kernel_matrix(X, Y, kernel=kernel, gamma=0.3)
@@ -476,7 +477,7 @@ def test_centering_in_several_blocks(small_blocks):
     np.testing.assert_allclose(K_rows, expected_rows, atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", SKLEARN_KERNELS + ["tanimoto"])
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_kernel_gradient_in_several_blocks(monkeypatch, kernel):
     rng = _rng(14)
     X, Y, W = rng.normal(size=(30, 3)), rng.normal(size=(8, 3)), rng.normal(size=(30, 8))
@@ -708,7 +709,7 @@ def test_the_ignored_upper_triangle_may_hold_anything():
 
 
 @pytest.mark.parametrize("gamma", [0, -1.0, np.nan, np.inf, "0.5", True])
-@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("kernel", names_with("distance"))  # exp(-gamma d): gamma > 0
 def test_gamma_must_be_positive_and_finite(kernel, gamma):
     d = _inputs()
     with pytest.raises(ValueError, match="^gamma: must be a positive finite number"):
@@ -1660,6 +1661,10 @@ CONSTR_LEVEL_KERNELS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian"
 CONSTR_OBJECTIVES = {"core": _core.ConstrainedDeepObjective, "reference": constr_reference.ConstrainedDeepObjective}
 
 
+def test_constr_level_kernels_cover_every_kernel_with_level_derivatives():
+    assert set(CONSTR_LEVEL_KERNELS) == set(names_with("level_derivatives"))
+
+
 def _constr_problem(n, n_levels, kernel, seed=0):
     """K1 (rbf of random inputs), level kernels (kernel at level 2, the next kind at level 3), sizes, etas."""
     X = _rng(seed).normal(size=(n, 4))
@@ -1804,6 +1809,10 @@ from rkm.reference import kae as kae_reference  # noqa: E402
 
 KAE_KERNELS = {"rbf": ("rbf", 0.6, 3.0, 1.0), "poly": ("poly", 0.2, 2.0, 0.5), "linear": ("linear", None, 3.0, 1.0)}
 KAE_IMPLEMENTATIONS = {"core": _core.kae_loss_and_grad, "reference": kae_reference.kae_loss_and_grad}
+
+
+def test_kae_kernels_cover_every_kernel_with_layer_derivatives():
+    assert set(KAE_KERNELS) == set(names_with("layer_derivatives"))
 # (first layer, ridge penalty lambda_L of a solved last layer or None, what it regresses onto): a KAE; a K²AE with
 # its ridge layer and with its least-squares layer (lambda_L = 0); a finite-dimensional KAE whose last layer is
 # solved (K_1 = k_1(X, X) given, output_gram = X X^T), likewise.

@@ -16,20 +16,14 @@ using KernelTuple = std::tuple<std::string, std::optional<double>, double, doubl
 KernelSpec level_spec(const KernelTuple& k) {
   const auto& [name, gamma, degree, coef0] = k;
   KernelSpec spec;
-  if (name == "rbf") {
-    spec.type = KernelType::rbf;
-  } else if (name == "laplacian") {
-    spec.type = KernelType::laplacian;
-  } else if (name == "poly") {
-    spec.type = KernelType::polynomial;
-  } else if (name == "linear") {
-    spec.type = KernelType::linear;
-    return spec;
-  } else {
-    throw std::invalid_argument("level_kernels: unknown kernel '" + name +
-                                "'; choose one of rbf, laplacian, poly, linear");
+  spec.type = parse_kernel(name, "level_kernels");
+  const std::string canonical = kernel_name(spec.type);
+  if (!has_level_derivatives(spec.type)) {
+    throw std::invalid_argument("level_kernels: the " + canonical + " kernel has no derivatives for levels 2..L; "
+                                "choose one of " + kernel_names_where(has_level_derivatives));
   }
-  require(gamma.has_value(), "level_kernels: the " + name + " kernel needs a gamma, got None");
+  if (spec.type == KernelType::linear) return spec;
+  require(gamma.has_value(), "level_kernels: the " + canonical + " kernel needs a gamma, got None");
   spec.gamma = *gamma;
   spec.degree = degree;
   spec.coef0 = coef0;

@@ -63,18 +63,14 @@ KernelSpec layer_kernel(const py::handle& entry) {
   }
   const std::string name = name_field.cast<std::string>();
   KernelSpec spec;
-  if (name == "linear") {
-    spec.type = KernelType::linear;
-    return spec;
+  spec.type = parse_kernel(name, "kernels");
+  const std::string canonical = kernel_name(spec.type);
+  if (!has_layer_derivatives(spec.type)) {
+    throw std::invalid_argument("kernels: the " + canonical + " kernel is not differentiable in both arguments; "
+                                "choose one of " + kernel_names_where(has_layer_derivatives));
   }
-  if (name == "rbf") {
-    spec.type = KernelType::rbf;
-  } else if (name == "poly") {
-    spec.type = KernelType::polynomial;
-  } else {
-    throw std::invalid_argument("kernels: unknown kernel '" + name + "'; choose one of rbf, poly, linear");
-  }
-  spec.gamma = number(fields[1], "kernels: the " + name + " gamma");
+  if (spec.type == KernelType::linear) return spec;
+  spec.gamma = number(fields[1], "kernels: the " + canonical + " gamma");
   if (spec.type == KernelType::polynomial) {
     spec.degree = number(fields[2], "kernels: the poly degree");
     spec.coef0 = number(fields[3], "kernels: the poly coef0");

@@ -65,6 +65,9 @@ void def_kernel_matrix(py::module_& m) {
 }  // namespace
 
 void bind_kernels(py::module_& m) {
+  m.def("kernel_names", &kernel_names,
+        "The canonical names of the core's kernels (cpp/core/kernels.hpp), in order; every kernel argument also "
+        "takes the aliases 'polynomial' (poly) and 'gaussian' (rbf).");
   def_kernel_matrix<double>(m);
   def_kernel_matrix<float>(m);
 }

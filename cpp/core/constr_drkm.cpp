@@ -38,13 +38,9 @@ double ordered_sum(const std::vector<double>& values) {
 
 std::string shape(Index rows, Index cols) { return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")"; }
 
-bool is_level_kernel(KernelType type) {
-  return type == KernelType::rbf || type == KernelType::laplacian || type == KernelType::polynomial ||
-         type == KernelType::linear;
-}
-
 void check_level_kernel(const KernelSpec& k) {
-  require(is_level_kernel(k.type), "level_kernels: the kernels of levels 2..L must be rbf, laplacian, poly or linear");
+  require(has_level_derivatives(k.type),
+          "level_kernels: the kernels of levels 2..L must be one of " + kernel_names_where(has_level_derivatives));
   if (k.type == KernelType::linear) return;
   require(std::isfinite(k.gamma) && k.gamma > 0, "level_kernels: gamma must be a positive finite number, got " +
                                                      std::to_string(k.gamma));
@@ -165,6 +161,14 @@ struct RbfLevel {
   const double* b(Index c) const { return Bt.data() + c * padded; }
 };
 
+// The SIMD code below passes 32-byte vectors only between always-inlined functions, which end up inside
+// rbf_band_avx2 (target "avx2,fma"): no such vector crosses a call, so GCC's -Wpsabi note that passing one
+// "changes the ABI" without AVX does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 // A SIMD vector of VectorBytes / 8 doubles (GCC vector extension, as in vector_math.cpp).
 template <int VectorBytes>
 struct LanesOf;
@@ -192,7 +196,7 @@ __attribute__((always_inline)) inline Lanes<VectorBytes> load(const double* x) {
 }
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline void store(double* x, Lanes<VectorBytes> v) {
+__attribute__((always_inline)) inline void store(double* x, const Lanes<VectorBytes>& v) {
   std::memcpy(x, &v, sizeof v);
 }
 
@@ -302,6 +306,9 @@ __attribute__((target("avx2,fma"))) void rbf_band_avx2(const RbfLevel& lv, Index
                                                         double* own, double* cross) {
   rbf_band<32>(lv, band, k, m, own, cross);
 }
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
 #endif
 
 void rbf_band_dispatch(const RbfLevel& lv, Index band, double* k, double* m, double* own, double* cross) {

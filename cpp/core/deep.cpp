@@ -4,6 +4,8 @@
 #include "core/vector_math.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace rkm {
@@ -56,8 +58,13 @@ void kernel_values(const KernelSpec& spec, const ConstBlock& Z, const ConstBlock
       bases = (spec.gamma * K.array() + spec.coef0).matrix();
       K = bases.array().pow(spec.degree).matrix();
       break;
-    default:  // linear: the inner products themselves
+    case KernelType::linear:  // the inner products themselves
       break;
+    case KernelType::laplacian:
+    case KernelType::cosine:
+    case KernelType::tanimoto:  // refused by SmoothKernel
+      throw std::logic_error(std::string("kernel_values: no layer derivatives for the ") + kernel_name(spec.type) +
+                             " kernel");
   }
 }
 
@@ -80,8 +87,13 @@ void kernel_backward(const KernelSpec& spec, const ConstBlock& K, const ConstBlo
     case KernelType::polynomial:
       O.array() *= spec.degree * spec.gamma * bases.array().pow(spec.degree - 1.0);
       break;
-    default:
+    case KernelType::linear:
       break;
+    case KernelType::laplacian:
+    case KernelType::cosine:
+    case KernelType::tanimoto:  // refused by SmoothKernel
+      throw std::logic_error(std::string("kernel_backward: no layer derivatives for the ") + kernel_name(spec.type) +
+                             " kernel");
   }
   GZ.noalias() = O * A;
   GA.noalias() += O.transpose() * Z;
@@ -160,8 +172,8 @@ double weight_regularizer(const KernelSpec& spec, const ConstMap& A, const Const
 }  // namespace
 
 SmoothKernel::SmoothKernel(const KernelSpec& s) : spec(s) {
-  require(s.type == KernelType::rbf || s.type == KernelType::linear || s.type == KernelType::polynomial,
-          "kernel: levels 2 and 3 of the reduced-set model need a differentiable kernel: rbf, linear or poly");
+  require(has_layer_derivatives(s.type), "kernel: levels 2 and 3 of the reduced-set model need a differentiable "
+                                         "kernel: " + kernel_names_where(has_layer_derivatives));
 }
 
 DeepReducedSetObjective::DeepReducedSetObjective(const ConstMatrixRef<double>& K1, const ConstMatrixRef<double>& G1,

@@ -98,8 +98,8 @@ void check_kernels(const std::vector<KernelSpec>& kernels, std::size_t count) {
   for (std::size_t l = 0; l < count; ++l) {
     const KernelSpec& k = kernels[l];
     const std::string entry = "kernels: entry " + std::to_string(l);
-    require(k.type == KernelType::rbf || k.type == KernelType::polynomial || k.type == KernelType::linear,
-            entry + " must be an rbf, poly or linear kernel");
+    require(has_layer_derivatives(k.type),
+            entry + " must be one of the kernels " + kernel_names_where(has_layer_derivatives));
     if (k.type == KernelType::linear) continue;
     require(std::isfinite(k.gamma) && k.gamma > 0,
             entry + ": gamma must be a positive finite number, got " + text(k.gamma));

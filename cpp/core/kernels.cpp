@@ -16,26 +16,72 @@
 
 namespace rkm {
 
-KernelType parse_kernel(const std::string& name) {
-  if (name == "linear") return KernelType::linear;
-  if (name == "poly" || name == "polynomial") return KernelType::polynomial;
-  if (name == "rbf" || name == "gaussian") return KernelType::rbf;
-  if (name == "laplacian") return KernelType::laplacian;
-  if (name == "cosine") return KernelType::cosine;
-  if (name == "tanimoto") return KernelType::tanimoto;
-  throw std::invalid_argument("kernel: unknown kernel '" + name + "'");
+const char* kernel_name(KernelType type) {
+  switch (type) {
+#define RKM_KERNEL_NAME_CASE(type, name) \
+  case KernelType::type:                 \
+    return name;
+    RKM_KERNELS(RKM_KERNEL_NAME_CASE)
+#undef RKM_KERNEL_NAME_CASE
+  }
+  throw std::logic_error("kernel_name: not a KernelType");
 }
 
-std::string kernel_name(KernelType type) {
-  switch (type) {
-    case KernelType::linear: return "linear";
-    case KernelType::polynomial: return "poly";
-    case KernelType::rbf: return "rbf";
-    case KernelType::laplacian: return "laplacian";
-    case KernelType::cosine: return "cosine";
-    case KernelType::tanimoto: return "tanimoto";
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (KernelType type : kKernelTypes) names.emplace_back(kernel_name(type));
+  return names;
+}
+
+KernelType parse_kernel(const std::string& name, const std::string& subject) {
+  for (KernelType type : kKernelTypes) {
+    if (name == kernel_name(type)) return type;
   }
-  return "unknown";
+  for (const KernelAlias& a : kKernelAliases) {
+    if (name == a.alias) return a.type;
+  }
+  std::string aliases;
+  for (const KernelAlias& a : kKernelAliases) {
+    aliases += std::string(aliases.empty() ? "" : ", ") + a.alias + " = " + kernel_name(a.type);
+  }
+  throw std::invalid_argument(subject + ": unknown kernel '" + name + "'; choose one of " +
+                              kernel_names_where([](KernelType) { return true; }) + " (aliases: " + aliases + ")");
+}
+
+bool has_level_derivatives(KernelType type) {
+  switch (type) {
+    case KernelType::linear:
+    case KernelType::polynomial:
+    case KernelType::rbf:
+    case KernelType::laplacian:
+      return true;
+    case KernelType::cosine:
+    case KernelType::tanimoto:
+      return false;
+  }
+  throw std::logic_error("has_level_derivatives: not a KernelType");
+}
+
+bool has_layer_derivatives(KernelType type) {
+  switch (type) {
+    case KernelType::linear:
+    case KernelType::polynomial:
+    case KernelType::rbf:
+      return true;
+    case KernelType::laplacian:
+    case KernelType::cosine:
+    case KernelType::tanimoto:
+      return false;
+  }
+  throw std::logic_error("has_layer_derivatives: not a KernelType");
+}
+
+std::string kernel_names_where(bool (*property)(KernelType)) {
+  std::string names;
+  for (KernelType type : kKernelTypes) {
+    if (property(type)) names += std::string(names.empty() ? "" : ", ") + kernel_name(type);
+  }
+  return names;
 }
 
 namespace {
@@ -91,11 +137,34 @@ void transform_segment(const KernelSpec& s, const double* g_ptr, double nx, cons
 }
 
 // Kernels whose k(x, x) is known exactly; the symmetric diagonal is then set rather than rounded through a GEMM.
-bool has_exact_self_value(KernelType type) { return type != KernelType::linear && type != KernelType::polynomial; }
+bool has_exact_self_value(KernelType type) {
+  switch (type) {
+    case KernelType::linear:
+    case KernelType::polynomial:
+      return false;
+    case KernelType::rbf:
+    case KernelType::laplacian:
+    case KernelType::cosine:
+    case KernelType::tanimoto:
+      return true;
+  }
+  throw std::logic_error("has_exact_self_value: not a KernelType");
+}
 
+// k(x, x) for the kernels of has_exact_self_value, from ||x||^2.
 double exact_self_value(KernelType type, double squared_norm) {
-  const bool zero_is_special = type == KernelType::cosine || type == KernelType::tanimoto;
-  return zero_is_special && squared_norm == 0.0 ? 0.0 : 1.0;
+  switch (type) {
+    case KernelType::rbf:
+    case KernelType::laplacian:
+      return 1.0;
+    case KernelType::cosine:
+    case KernelType::tanimoto:  // 0 for the zero vector, as transform_segment gives
+      return squared_norm == 0.0 ? 0.0 : 1.0;
+    case KernelType::linear:
+    case KernelType::polynomial:
+      break;
+  }
+  throw std::logic_error("exact_self_value: the kernel has no exact k(x, x)");
 }
 
 void l1_chunk(const DoubleMatrix& X, const DoubleMatrix& Y, Index r0, Index c_begin, MatrixRef<double> chunk) {
@@ -148,7 +217,8 @@ void write_chunk(const KernelSpec& spec, const MatrixRef<double>& chunk, Index r
 
 // One row of the gradient coefficients: overwrites g with a_j = W_ij A_ij, the weights of the y_j, and
 // returns sum_j W_ij B_ij, the weight of x_i (see kernel_gradient_into). Runs inside OpenMP regions, so it
-// must not throw; laplacian has no such form and never comes here (kernel_gradient_into sums it directly).
+// must not throw; laplacian has no such form and never comes here (kernel_gradient_into sums it directly), so
+// the throw at the end is never reached.
 double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const double* ny_ptr, const double* w_ptr,
                         Index n) {
   Eigen::Map<Array> g(g_ptr, n);
@@ -182,10 +252,10 @@ double gradient_segment(const KernelSpec& s, double* g_ptr, double nx, const dou
       g = w * (nx + ny) * inverse_square;
       return x_weight;
     }
-    case KernelType::laplacian:
+    case KernelType::laplacian:  // no such form: kernel_gradient_into sums it in laplacian_gradient
       break;
   }
-  __builtin_unreachable();
+  throw std::logic_error("gradient_segment: the laplacian kernel has no gradient coefficients");
 }
 
 void laplacian_gradient(const DoubleMatrix& X, const DoubleMatrix& Y, const DoubleMatrix& W, double gamma,
@@ -215,7 +285,7 @@ std::string dtype_name() {
 
 template <typename T>
 std::string overflow_message(const KernelSpec& spec, const std::string& what) {
-  std::string message = "X: the " + kernel_name(spec.type) + " " + what + " overflows " + dtype_name<T>() +
+  std::string message = std::string("X: the ") + kernel_name(spec.type) + " " + what + " overflows " + dtype_name<T>() +
                         " (some entries are infinite or NaN); scale the inputs down";
   if (sizeof(T) == sizeof(float)) message += " or use float64";
   return message;

@@ -8,7 +8,53 @@
 
 namespace rkm {
 
-enum class KernelType { linear, polynomial, rbf, laplacian, cosine, tanimoto };
+// The one list of kernels: X(enumerator, canonical name), in the order of python/rkm/_kernel_table.py (a test
+// compares both). A kernel added here leaves every switch over KernelType without a case for it, which the
+// compiler reports (-Wswitch); the switches are listed in ADDING_A_KERNEL.md.
+#define RKM_KERNELS(X)      \
+  X(linear, "linear")       \
+  X(polynomial, "poly")     \
+  X(rbf, "rbf")             \
+  X(laplacian, "laplacian") \
+  X(cosine, "cosine")       \
+  X(tanimoto, "tanimoto")
+
+enum class KernelType {
+#define RKM_KERNEL_ENUMERATOR(type, name) type,
+  RKM_KERNELS(RKM_KERNEL_ENUMERATOR)
+#undef RKM_KERNEL_ENUMERATOR
+};
+
+// Every kernel, in the order of RKM_KERNELS.
+inline constexpr KernelType kKernelTypes[] = {
+#define RKM_KERNEL_VALUE(type, name) KernelType::type,
+    RKM_KERNELS(RKM_KERNEL_VALUE)
+#undef RKM_KERNEL_VALUE
+};
+
+// Further names the parser accepts, as scikit-learn's.
+struct KernelAlias {
+  const char* alias;
+  KernelType type;
+};
+inline constexpr KernelAlias kKernelAliases[] = {{"polynomial", KernelType::polynomial}, {"gaussian", KernelType::rbf}};
+
+// The canonical name of a kernel.
+const char* kernel_name(KernelType type);
+// The canonical names of all kernels, in the order of RKM_KERNELS.
+std::vector<std::string> kernel_names();
+// The kernel of a canonical name or an alias; every binding parses kernel names here. Otherwise throws
+// std::invalid_argument "<subject>: unknown kernel '<name>'; choose one of ... (aliases: ...)".
+KernelType parse_kernel(const std::string& name, const std::string& subject = "kernel");
+
+// Kernels the Constr-DRKM objective can differentiate with respect to a level's hidden features (levels l >= 2,
+// cpp/core/constr_drkm.cpp); laplacian by its subgradient.
+bool has_level_derivatives(KernelType type);
+// Kernels smooth in both arguments, as the kernel autoencoder's layers (cpp/core/kae.cpp) and levels 2-3 of the
+// reduced-set deep RKM (cpp/core/deep.cpp) need.
+bool has_layer_derivatives(KernelType type);
+// "a, b, c": the canonical names of the kernels with the property, in the order of RKM_KERNELS.
+std::string kernel_names_where(bool (*property)(KernelType));
 
 // Parameters follow scikit-learn: rbf exp(-gamma ||x-y||^2), laplacian exp(-gamma ||x-y||_1),
 // polynomial (gamma x^T y + coef0)^degree. gamma must already be resolved (no "None" here).
@@ -18,8 +64,6 @@ struct KernelSpec {
   double degree = 3.0;
   double coef0 = 1.0;
 };
-
-KernelType parse_kernel(const std::string& name);
 
 // What kernel evaluation found wrong with its values. Each thread keeps its own inside OpenMP regions (nothing
 // may throw there); report_value_flags raises for all of them after the region.

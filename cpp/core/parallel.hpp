@@ -20,7 +20,7 @@ enum class Schedule { dynamic, cyclic };
 // an interrupt waits for about one item; nothing may throw inside the region, so the other threads only
 // stop taking items and interrupted_error is thrown after it.
 template <typename Body>
-void for_each_item(Eigen::Index n_items, int threads, Schedule schedule, const Body& body) {
+void for_each_item(Eigen::Index n_items, [[maybe_unused]] int threads, Schedule schedule, const Body& body) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kCheckInterval = std::chrono::milliseconds(50);
   std::atomic<Eigen::Index> next{0};

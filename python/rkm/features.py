@@ -65,12 +65,12 @@ from rkm._utils.validation import (
     check_fits_in_memory,
     kernel_constraints,
 )
-from rkm.kernels import Kernel, kernel_matrix, kernel_spec
+from rkm.kernels import Kernel, kernel_matrix, kernel_spec, names_with
 
 __all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]
 
-NYSTROEM_KERNELS = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
-FOURIER_KERNELS = ("rbf", "laplacian")
+NYSTROEM_KERNELS = names_with("nystroem")
+FOURIER_KERNELS = names_with("fourier_features")
 LANDMARK_METHODS = ("uniform", "kmeans++", "renyi")
 # The k-means++ and Rényi selections choose among a uniform candidate pool of min(n_samples,
 # max(POOL_PER_LANDMARK * m, MIN_POOL)) rows: enough candidates per landmark to choose from, while

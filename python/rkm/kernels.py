@@ -25,12 +25,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rkm import _core
+from rkm._kernel_table import ALIASES, KERNEL_NAMES, KERNELS, KernelInfo, names_with  # noqa: F401 (re-exported)
 from rkm._utils.threads import blas_threads, check_n_threads
 from rkm._utils.validation import check_fits_in_memory, check_matrix, check_positive
 
-KERNEL_NAMES = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
-_ALIASES = {"polynomial": "poly", "gaussian": "rbf"}
-_GAMMA_KERNELS = ("poly", "rbf", "laplacian")
+_GAMMA_KERNELS = names_with("has_gamma")
 
 
 def canonical_kernel_name(kernel, extra_names=()):
@@ -38,10 +37,10 @@ def canonical_kernel_name(kernel, extra_names=()):
     "poly" and "rbf". `extra_names` (such as "precomputed") are further names the caller accepts."""
     if not isinstance(kernel, str):
         raise ValueError(f"kernel: must be a string or an rkm.kernels.Kernel, got {kernel!r}")
-    name = _ALIASES.get(kernel, kernel)
+    name = ALIASES.get(kernel, kernel)
     if name not in KERNEL_NAMES + tuple(extra_names):
         choices = ", ".join(KERNEL_NAMES + tuple(extra_names))
-        aliases = ", ".join(f"{alias} = {name}" for alias, name in _ALIASES.items())
+        aliases = ", ".join(f"{alias} = {name}" for alias, name in ALIASES.items())
         raise ValueError(f"kernel: unknown kernel {kernel!r}; choose one of {choices} (aliases: {aliases})")
     return name
 
@@ -58,7 +57,7 @@ def resolve_gamma(kernel, gamma, n_features):
 
 
 def _check_kernel_arguments(kernel, degree, coef0):
-    if kernel != "poly":
+    if not KERNELS[kernel].has_degree:
         return
     if isinstance(degree, bool) or not isinstance(degree, numbers.Real) or not np.isfinite(degree) or degree < 0:
         raise ValueError(f"degree: must be a non-negative number, got {degree!r}")

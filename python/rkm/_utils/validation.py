@@ -8,6 +8,8 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from rkm._kernel_table import ALIASES, KERNEL_NAMES
+
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
@@ -111,9 +113,9 @@ PER_LEVEL = [list, tuple]
 def kernel_constraints(*, precomputed=True, per_level=False):
     """The constraints of `kernel`, `gamma`, `degree` and `coef0`: a kernel name (aliases included), an
     :class:`rkm.kernels.Kernel`, or with per_level=True also a sequence of them (one per level or view)."""
-    from rkm.kernels import KERNEL_NAMES, Kernel, _ALIASES  # rkm.kernels imports this module
+    from rkm.kernels import Kernel  # rkm.kernels imports this module
 
-    names = set(KERNEL_NAMES) | set(_ALIASES) | ({"precomputed"} if precomputed else set())
+    names = set(KERNEL_NAMES) | set(ALIASES) | ({"precomputed"} if precomputed else set())
     sequences = PER_LEVEL if per_level else []
     return {
         "kernel": [StrOptions(names), Kernel, *sequences],

@@ -51,11 +51,11 @@ from rkm._utils.validation import (
     check_nonnegative,
     kernel_constraints,
 )
-from rkm.kernels import _ALIASES, Kernel, kernel_matrix, kernel_spec
+from rkm.kernels import ALIASES, Kernel, kernel_matrix, kernel_spec, names_with
 
 __all__ = ["KernelAutoencoder"]
 
-LAYER_KERNELS = ("rbf", "poly", "linear")
+LAYER_KERNELS = names_with("layer_derivatives")
 # Armijo's sufficient-decrease constant and the memory of the non-monotone Barzilai-Borwein safeguard.
 _ARMIJO = 1e-4
 _BB_MEMORY = 10
@@ -347,7 +347,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         **kernel_constraints(precomputed=True, per_level=True),
         # The layer kernels: those of LAYER_KERNELS by name, "precomputed" for K²AE's first layer.
         "kernel": [
-            StrOptions({*LAYER_KERNELS, *(a for a, name in _ALIASES.items() if name in LAYER_KERNELS), "precomputed"}),
+            StrOptions({*LAYER_KERNELS, *(a for a, name in ALIASES.items() if name in LAYER_KERNELS), "precomputed"}),
             Kernel,
             *PER_LEVEL,
         ],

@@ -12,7 +12,7 @@ from scipy.spatial.distance import cdist
 
 from rkm._utils.eigen import fix_signs
 from rkm._utils.threads import blas_threads, thread_count
-from rkm.kernels import kernel_matrix
+from rkm.kernels import KERNELS, kernel_matrix, names_with
 
 # Up to this size the start's eigenvectors come from a dense eigendecomposition with one BLAS thread (fast at
 # this size, and immune to idle BLAS threads spinning against other work on a busy machine); beyond, from ARPACK
@@ -20,7 +20,7 @@ from rkm.kernels import kernel_matrix
 DENSE_EIGH_MAX_SAMPLES = 1000
 
 # Kernels whose bandwidth can be learned, with the distance their exp(-gamma d) reads.
-BANDWIDTH_DISTANCES = {"rbf": "sqeuclidean", "laplacian": "cityblock"}
+BANDWIDTH_DISTANCES = {name: KERNELS[name].distance for name in names_with("distance")}
 
 
 def _centred(K, center):

@@ -50,6 +50,7 @@ from rkm.kernels import (
     kernel_matrix,
     kernel_product,
     kernel_spec,
+    names_with,
 )
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mean
 
@@ -59,9 +60,9 @@ STIEFEL_METHODS = ("pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson")
 INITS = ("random", "levelwise")
 PREIMAGE_PATHS = ("expansion", "kpca", "chained")
 # Kernels of levels l >= 2, which the objective differentiates with respect to the previous level's features.
-LEVEL_KERNELS = ("rbf", "laplacian", "poly", "linear")
+LEVEL_KERNELS = names_with("level_derivatives")
 # Kernels whose bandwidth learn_gamma can learn.
-BANDWIDTH_KERNELS = ("rbf", "laplacian")
+BANDWIDTH_KERNELS = names_with("distance")
 # learn_gamma: most rounds of (hidden features, bandwidths) alternation.
 MAX_GAMMA_ROUNDS = 20
 # learn_gamma without centring: bandwidths stay within this factor of their starting values (the uncentred
@@ -299,8 +300,8 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         if self.learn_gamma:
             for level, spec in enumerate(specs, start=1):
                 if spec[0] not in BANDWIDTH_KERNELS:
-                    raise ValueError(f"learn_gamma: bandwidths are learned for rbf and laplacian levels only; level "
-                                     f"{level} is {spec[0]!r}")
+                    raise ValueError(f"learn_gamma: bandwidths are learned for {' and '.join(BANDWIDTH_KERNELS)} "
+                                     f"levels only; level {level} is {spec[0]!r}")
         H0 = None if isinstance(self.init, str) else self._check_init_array(n_samples, sum(sizes))
         return sizes, etas, specs, H0
 

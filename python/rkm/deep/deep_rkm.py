@@ -54,7 +54,7 @@ from rkm._utils.validation import (
     kernel_constraints,
 )
 from rkm.deep import _levelwise, _primal
-from rkm.kernels import Kernel, kernel_matrix, kernel_product, kernel_spec
+from rkm.kernels import Kernel, kernel_matrix, kernel_product, kernel_spec, names_with
 
 ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
 SOLVERS = ("levelwise", "reduced_set", "feedforward")
@@ -64,7 +64,7 @@ INITS = ("zeros", "random")
 REGULARIZERS = ("H", "W")
 OBJECTIVES = ("full", "level3")
 # Kernels of levels 2-3 of the reduced-set model: its gradient needs derivatives in both arguments.
-SMOOTH_KERNELS = ("rbf", "linear", "poly")
+SMOOTH_KERNELS = names_with("layer_derivatives")
 
 __all__ = ["DeepRKM", "DivergenceError"]
 

@@ -11,7 +11,9 @@ import numbers
 
 import numpy as np
 
-LAYER_KERNELS = ("rbf", "laplacian", "poly", "linear")
+from rkm._kernel_table import names_with
+
+LAYER_KERNELS = names_with("level_derivatives")
 
 
 def _kernel_number(value, what, argument, positive=False):

@@ -42,6 +42,7 @@ import numbers
 import numpy as np
 import scipy.linalg
 
+from rkm._kernel_table import names_with
 from rkm.reference._validation import (blas_threads, check_square, finite_number, int_in_range, real_matrix,
                                        real_vector)
 from rkm.reference.eigs import _fix_signs
@@ -54,7 +55,7 @@ __all__ = [
     "deep_levelwise_kpca_kpca_lssvm",
 ]
 
-_LEVEL_KERNELS = ("rbf", "linear", "poly")
+_LEVEL_KERNELS = names_with("layer_derivatives")
 _REGULARIZERS = ("H", "W")
 _OBJECTIVES = ("full", "level3")
 _PHASES = ("forward_backward", "forward")

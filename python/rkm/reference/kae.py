@@ -37,12 +37,13 @@ Layer kernels are tuples (name, gamma, degree, coef0), name "rbf", "poly" (a non
 import numpy as np
 from scipy import linalg
 
+from rkm._kernel_table import names_with
 from rkm.reference._layer_kernels import layer_kernel, pairwise, weighted_derivative
 from rkm.reference._validation import blas_threads, check_n_threads, check_square, finite_number, real_matrix
 
 __all__ = ["kae_loss_and_grad"]
 
-KAE_KERNELS = ("rbf", "poly", "linear")
+KAE_KERNELS = names_with("layer_derivatives")
 _METHODS = ("adjoint", "jacobian")
 
 

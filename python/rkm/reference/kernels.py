@@ -5,15 +5,16 @@ import numbers
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from rkm._kernel_table import ALIASES as _ALIASES
+from rkm._kernel_table import KERNEL_NAMES as _KERNELS
+from rkm._kernel_table import names_with
 from rkm.reference._blocks import blockwise
 from rkm.reference._validation import (blas_threads, check_fits, common_output_dtype, finite_number, overflow_error,
                                        real_matrix)
 
 __all__ = ["kernel_matrix", "kernel_product", "kernel_gradient"]
 
-_KERNELS = ("linear", "poly", "rbf", "laplacian", "cosine", "tanimoto")
-_ALIASES = {"polynomial": "poly", "gaussian": "rbf"}
-_GAMMA_KERNELS = ("poly", "rbf", "laplacian")
+_GAMMA_KERNELS = names_with("has_gamma")
 
 
 def _kernel_name(kernel):

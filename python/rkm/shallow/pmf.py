@@ -10,11 +10,11 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm._utils.validation import FLOAT_DTYPES, N_THREADS, POSITIVE
-from rkm.kernels import Kernel, kernel_product, model_kernel_spec
+from rkm.kernels import Kernel, kernel_product, model_kernel_spec, names_with
 
 # Kernels that are nonnegative on every input (so that p_i >= 0, eq. 3.35) and integrable, so that they also
 # give a density.
-_DENSITY_KERNELS = ("rbf", "laplacian")
+_DENSITY_KERNELS = names_with("density")
 
 
 def _log_kernel_integral(name, gamma, n_features):
@@ -104,8 +104,8 @@ class KernelPMF(BaseEstimator):
         name, gamma, _, _ = model_kernel_spec(self.kernel, self.gamma, 3, 1.0, n_features)
         if name not in (*_DENSITY_KERNELS, "precomputed"):
             raise ValueError(
-                f"kernel: must be rbf, laplacian or precomputed (a kernel that is nonnegative everywhere, so that "
-                f"p_i >= 0), got {self.kernel!r}"
+                f"kernel: must be {', '.join(_DENSITY_KERNELS)} or precomputed (a kernel that is nonnegative "
+                f"everywhere, so that p_i >= 0), got {self.kernel!r}"
             )
         return name, gamma
 
