@@ -5,10 +5,11 @@ The paper prints no radii, cluster positions, noise levels or sample counts: the
 written into the section's text."""
 
 import numpy as np
-from rkm.datasets import make_concentric_circles, make_moons
 from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
+
+from rkm.datasets import make_concentric_circles, make_moons
 
 CIRCLES_NOISE = 0.05
 # Three clusters on an equilateral triangle of side 2 (Fig. 6(c) shows three clusters), each of std 0.3, so the

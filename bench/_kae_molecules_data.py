@@ -5,6 +5,7 @@ FreeSolv). Needs the ``molecules`` extra (``pip install ".[molecules]"``)."""
 import os
 
 import numpy as np
+
 from rkm.kernels import kernel_matrix
 
 MORGAN_RADIUS = 2

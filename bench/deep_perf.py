@@ -117,7 +117,7 @@ def main():
     fit_rows = [[name, f"{seconds:.3f}", f"{seconds / base:.2f}x"] for name, seconds in fit_medians.items()]
     for row in fit_rows:
         print("levelwise", *row, flush=True)
-    fit_table = markdown_table(["fit (N = %d)" % n_fit, "seconds", "vs one LS-SVM fit"], fit_rows)
+    fit_table = markdown_table([f"fit (N = {n_fit})", "seconds", "vs one LS-SVM fit"], fit_rows)
 
     section = "\n\n".join([
         HEADING,

@@ -37,8 +37,8 @@ import numbers
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike, DTypeLike
 import sklearn.datasets
+from numpy.typing import ArrayLike, DTypeLike
 from sklearn.utils import Bunch, check_random_state
 
 # What the generators accept as random_state, as scikit-learn's check_random_state does.

@@ -56,8 +56,8 @@ import numbers
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike
 import scipy.stats
+from numpy.typing import ArrayLike
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.metrics import mutual_info_score
 from sklearn.model_selection import train_test_split

@@ -25,9 +25,9 @@ import scipy.linalg.blas
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-from rkm._utils.validation import FLOAT_DTYPES
-from rkm._utils.threads import blas_threads, thread_count
 from rkm._utils.eigen import fix_signs
+from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.validation import FLOAT_DTYPES
 
 # Float64 bytes of one block of features phi(X) (and of its centred copy).
 BLOCK_BYTES = 128 * 2**20

@@ -25,9 +25,9 @@ from threadpoolctl import threadpool_limits
 
 from rkm import _core, reference
 from rkm._utils.config import config
+from rkm._utils.eigen import krylov_block_size
 from rkm.cli.report import memory_status, write_report, write_section
 from rkm.kernels import kernel_matrix
-from rkm._utils.eigen import krylov_block_size
 from rkm.shallow.kpca import KernelPCA
 
 FULL = dict(
@@ -133,7 +133,7 @@ def bench_kernels(sizes, dims, n_threads, log):
             error = float(np.abs(K - K_ref).max())
             assert error < 1e-10, f"rkm and the reference disagree by {error}"
             del K_ref
-            t_sk = _timed_in_child(lambda: rbf_kernel(X, gamma=gamma), reps, lambda K_sk: np.abs(K - K_sk).max() < 1e-10)
+            t_sk = _timed_in_child(lambda: rbf_kernel(X, gamma=gamma), reps, lambda K_sk, K=K: np.abs(K - K_sk).max() < 1e-10)
             del K
             gflops = 2.0 * n * n * d / t_rkm / 1e9
             rows.append((n, d, t_rkm, t_ref, t_sk, t_ref / t_rkm, t_sk / t_rkm, gflops, error))
@@ -356,8 +356,10 @@ def bench_eigen_dtypes(sizes, n_threads, log):
         _core.center_kernel(K64, n_threads)
         K32 = K64.astype(np.float32)
         start = np.random.default_rng(0).standard_normal((n, krylov_block_size(10, n)))
-        t64, r64 = _timed(lambda: _core.top_eigsh(K64, 10, start, None, None, n_threads), 3)
-        t32, r32 = _timed(lambda: _core.top_eigsh(K32, 10, start.astype(np.float32), None, None, n_threads), 3)
+        t64, r64 = _timed(lambda K64=K64: _core.top_eigsh(K64, 10, start, None, None, n_threads), 3)
+        t32, r32 = _timed(
+            lambda K32=K32: _core.top_eigsh(K32, 10, start.astype(np.float32), None, None, n_threads), 3
+        )
         del K64, K32
         relative = float(np.max(np.abs(r32[0] - r64[0]) / r64[0][0]))
         mem64, mem32 = peak_fit_memory(n, 10, np.float64), peak_fit_memory(n, 10, np.float32)

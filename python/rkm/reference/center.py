@@ -3,8 +3,15 @@
 import numpy as np
 
 from rkm.reference._blocks import row_blocks, symmetric_from_lower
-from rkm.reference._validation import (blas_threads, check_finite, check_float_ndarray, check_square, finite_number,
-                                       real_matrix, real_vector)
+from rkm.reference._validation import (
+    blas_threads,
+    check_finite,
+    check_float_ndarray,
+    check_square,
+    finite_number,
+    real_matrix,
+    real_vector,
+)
 
 __all__ = ["center_kernel", "center_kernel_rows"]
 

@@ -43,8 +43,7 @@ import numpy as np
 import scipy.linalg
 
 from rkm._kernel_table import names_with
-from rkm.reference._validation import (blas_threads, check_square, finite_number, int_in_range, real_matrix,
-                                       real_vector)
+from rkm.reference._validation import blas_threads, check_square, finite_number, int_in_range, real_matrix, real_vector
 from rkm.reference.eigs import _fix_signs
 from rkm.reference.kernels import kernel_gradient, kernel_matrix
 

@@ -4,8 +4,15 @@ import numpy as np
 import scipy.linalg
 
 from rkm.reference._blocks import times_transpose
-from rkm.reference._validation import (blas_threads, check_finite, check_square, finite_number, int_in_range,
-                                       output_dtype, real_matrix)
+from rkm.reference._validation import (
+    blas_threads,
+    check_finite,
+    check_square,
+    finite_number,
+    int_in_range,
+    output_dtype,
+    real_matrix,
+)
 from rkm.reference.center import center_kernel
 from rkm.reference.kernels import kernel_matrix
 

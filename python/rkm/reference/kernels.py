@@ -9,8 +9,14 @@ from rkm._kernel_table import ALIASES as _ALIASES
 from rkm._kernel_table import KERNEL_NAMES as _KERNELS
 from rkm._kernel_table import names_with
 from rkm.reference._blocks import blockwise
-from rkm.reference._validation import (blas_threads, check_fits, common_output_dtype, finite_number, overflow_error,
-                                       real_matrix)
+from rkm.reference._validation import (
+    blas_threads,
+    check_fits,
+    common_output_dtype,
+    finite_number,
+    overflow_error,
+    real_matrix,
+)
 
 __all__ = ["kernel_matrix", "kernel_product", "kernel_gradient"]
 
