@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import assert_close
 from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -22,12 +23,6 @@ def _data(n=60, seed=0):
     side = np.arange(n) % 2
     X = np.column_stack([np.cos(t) + side, np.sin(t) * (1 - 2 * side) + 0.5 * side])
     return X + 0.05 * rng.normal(size=X.shape)
-
-
-def _close(actual, expected, rtol):
-    """Entrywise agreement with a tolerance tied to the largest value."""
-    actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
-    np.testing.assert_allclose(actual, expected, rtol=0, atol=rtol * max(1.0, np.abs(expected).max()))
 
 
 def _sin_angle(A, B):
@@ -58,12 +53,12 @@ def test_one_level_is_kernel_pca():
                                     random_state=0), X)
     kpca = KernelPCA(3, gamma=0.8, eta=2.0).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-8
-    _close(model.H_[0], kpca.H_, 1e-8)  # the canonical rotation and signs are KernelPCA's
-    _close(model.eigenvalues_[0], kpca.eigenvalues_, 1e-10)
+    assert_close(model.H_[0], kpca.H_, 1e-8)  # the canonical rotation and signs are KernelPCA's
+    assert_close(model.eigenvalues_[0], kpca.eigenvalues_, 1e-10)
     assert model.objective_ == pytest.approx(-kpca.eigenvalues_.sum() / 2, rel=1e-12)
     X_new = _data(20, seed=1)
-    _close(model.transform(X_new), kpca.transform(X_new), 1e-8)
-    _close(model.denoise(X_new), kpca.denoise(X_new), 1e-8)
+    assert_close(model.transform(X_new), kpca.transform(X_new), 1e-8)
+    assert_close(model.denoise(X_new), kpca.denoise(X_new), 1e-8)
     assert model.feasibility_ < 1e-12
 
 
@@ -153,8 +148,8 @@ def test_transform_reproduces_the_training_features():
     model = _start_only(ConstrainedDeepRKM((2, 2), gamma=(0.8, None), init="levelwise"), X)
     T = model.transform(X)
     assert T.shape == (60, 4)
-    _close(T[:, :2], model.H_[0], 1e-10)
-    _close(model.H_[1].T @ T[:, 2:], np.eye(2), 1e-10)
+    assert_close(T[:, :2], model.H_[0], 1e-10)
+    assert_close(model.H_[1].T @ T[:, 2:], np.eye(2), 1e-10)
 
 
 def test_transform_of_a_trained_model():
@@ -162,13 +157,13 @@ def test_transform_of_a_trained_model():
     model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), stiefel_method="pg_anderson", tol=1e-9,
                                     random_state=0), X)
     T = model.transform(X)
-    _close(model.H_[0].T @ T[:, :2], np.eye(2), 1e-10)
+    assert_close(model.H_[0].T @ T[:, :2], np.eye(2), 1e-10)
     assert model.transform(X[:7]).shape == (7, 3)
-    _close(model.transform(X[:7]), T[:7], 1e-12)  # row by row
+    assert_close(model.transform(X[:7]), T[:7], 1e-12)  # row by row
     literal = model.set_params(lam=2.0).transform(X)  # the printed 1/(lam eta) of eq. 4
-    _close(literal[:, :2], T[:, :2] * model.eigenvalues_[0] / 2.0, 1e-10)
+    assert_close(literal[:, :2], T[:, :2] * model.eigenvalues_[0] / 2.0, 1e-10)
     H = np.hstack(model.H_)
-    _close(H.T @ H, np.eye(3), 1e-12)
+    assert_close(H.T @ H, np.eye(3), 1e-12)
     assert np.all(np.diff(model.eigenvalues_[0]) <= 0)
 
 
@@ -188,7 +183,7 @@ def test_denoise_single_component_does_not_depend_on_the_scaling(deep_model):
     X, model = deep_model
     for components in (((0,), ()), ((), (0,))):
         expansion = model.denoise(X, components=components)
-        _close(model.denoise(X, components=components, path="kpca"), expansion, 1e-9)
+        assert_close(model.denoise(X, components=components, path="kpca"), expansion, 1e-9)
         assert expansion.shape == X.shape and np.all(np.isfinite(expansion))
 
 
@@ -198,7 +193,7 @@ def test_denoise_paths(deep_model):
         out = model.denoise(X, path=path)
         assert out.shape == X.shape and np.all(np.isfinite(out))
     # chained on level 1 alone is the expansion of level 1
-    _close(model.denoise(X, components=((0, 1), ()), path="chained"),
+    assert_close(model.denoise(X, components=((0, 1), ()), path="chained"),
            model.denoise(X, components=((0, 1), ())), 1e-12)
     with pytest.raises(ValueError, match="^components: preimage path 'chained'"):
         model.denoise(X, components=((0,), (0,)), path="chained")
@@ -212,8 +207,8 @@ def test_denoise_of_a_linear_level_one_is_pca():
     model = _fit(ConstrainedDeepRKM(2, kernel="linear", center=True, stiefel_method="pg_anderson", tol=1e-10,
                                     random_state=0), X)
     pca = PCA(2).fit(X)
-    _close(model.denoise(X), pca.inverse_transform(pca.transform(X)), 1e-8)
-    _close(model.inverse_transform(model.transform(X)), pca.inverse_transform(pca.transform(X)), 1e-8)
+    assert_close(model.denoise(X), pca.inverse_transform(pca.transform(X)), 1e-8)
+    assert_close(model.inverse_transform(model.transform(X)), pca.inverse_transform(pca.transform(X)), 1e-8)
 
 
 @pytest.mark.parametrize("kernel", ["poly", "laplacian"])

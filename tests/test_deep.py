@@ -1,23 +1,17 @@
-"""rkm.DeepRKM (Suykens 2017, sections 4-5) and the core's reduced-set objective (M1, eqs. 5.2-5.4)."""
+"""rkm.DeepRKM (Suykens 2017, sections 4-5); the core's reduced-set objective (M1, eqs. 5.2-5.4) is in
+test_core_deep.py."""
 
 import warnings
 
 import numpy as np
 import pytest
+from conftest import assert_close
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 
 from rkm import DeepRKM, LSSVMClassifier, LSSVMRegressor, _core, reference
 from rkm.deep import DivergenceError, _levelwise, _primal
 from rkm.kernels import RBF, kernel_matrix
-
-KERNELS = {"rbf": ("rbf", 0.4, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0), "poly": ("poly", 0.3, 3.0, 1.0)}
-
-
-def _close(actual, expected, rtol=1e-9):
-    """Entrywise agreement with a tolerance tied to the largest value."""
-    actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
-    np.testing.assert_allclose(actual, expected, rtol=0, atol=rtol * max(1.0, np.abs(expected).max()))
 
 
 def _regression(n=60, d=3, p=1, seed=0):
@@ -27,90 +21,6 @@ def _regression(n=60, d=3, p=1, seed=0):
     return X, (Y.ravel() if p == 1 else Y)
 
 
-def _reduced_set_problem(p=1, M=6, s1=2, s2=2, n=40, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    K1 = kernel_matrix(X, X[:M], kernel="rbf", gamma=0.5)
-    G1 = kernel_matrix(X[:M], kernel="rbf", gamma=0.5)
-    Y = rng.normal(size=(n, p))
-    theta = rng.normal(scale=0.5, size=M * (s1 + s2 + p) + p + s1 + s2)
-    theta[-(s1 + s2):] = rng.uniform(0.5, 2.0, s1 + s2)
-    return theta, K1, G1, Y, (M, s1, s2, p)
-
-
-# ---------------------------------------------------------------- M1 objective: core against reference
-
-
-@pytest.mark.parametrize("p", [1, 2])
-@pytest.mark.parametrize("objective", ["full", "level3"])
-@pytest.mark.parametrize("regularizer", ["H", "W"])
-@pytest.mark.parametrize("kernel2, kernel3", [("rbf", "rbf"), ("linear", "poly"), ("poly", "rbf")])
-def test_reduced_set_objective_matches_reference(p, objective, regularizer, kernel2, kernel3):
-    theta, K1, G1, Y, dims = _reduced_set_problem(p=p)
-    args = (theta, K1, G1, Y, dims, KERNELS[kernel2], KERNELS[kernel3], (1.2, 0.7, 1.5), 0.05, 3.0, 0.2,
-            regularizer, objective)
-    f, grad, terms = _core.deep_reduced_set_objective(*args)
-    f_ref, grad_ref, terms_ref = reference.deep_reduced_set_objective(*args)
-    _close(f, f_ref, 1e-11)
-    _close(grad, grad_ref, 1e-10)
-    _close(terms, terms_ref, 1e-11)
-
-
-def test_reduced_set_forward_matches_reference_and_objective():
-    theta, K1, G1, Y, dims = _reduced_set_problem(p=2)
-    kernels = (KERNELS["rbf"], KERNELS["rbf"])
-    Yhat, E1, E2 = _core.deep_reduced_set_forward(theta, K1, dims, *kernels, (1.0, 1.0, 1.0))
-    for mine, theirs in zip((Yhat, E1, E2), reference.deep_reduced_set_forward(theta, K1, dims, *kernels,
-                                                                              (1.0, 1.0, 1.0))):
-        _close(mine, theirs, 1e-12)
-    # J3 of the objective is the squared residual of this forward pass (regularizer "H": + (eta3/2)||A3||^2).
-    M, s1, s2, p = dims
-    A3 = theta[M * (s1 + s2):M * (s1 + s2 + p)]
-    _, _, terms = _core.deep_reduced_set_objective(theta, K1, G1, Y, dims, *kernels, (1.0, 1.0, 1.0), 0.1, 0.0,
-                                                   0.0, "H", "full")
-    _close(terms[2], np.sum((Y - Yhat) ** 2) / 0.2 + 0.5 * np.sum(A3**2), 1e-12)
-
-
-def test_reduced_set_gradient_by_finite_differences():
-    theta, K1, G1, Y, dims = _reduced_set_problem(p=2, seed=3)
-    args = (K1, G1, Y, dims, KERNELS["rbf"], KERNELS["poly"], (1.0, 0.8, 1.2), 0.1, 2.0, 0.3, "W", "full")
-    objective = _core.DeepReducedSetObjective(*args)
-    _, grad, _ = objective(theta)
-    step = 1e-6
-    numeric = np.array([(objective(theta + step * e)[0] - objective(theta - step * e)[0]) / (2 * step)
-                        for e in np.eye(theta.size)])
-    _close(grad, numeric, 1e-7)
-
-
-def test_reduced_set_objective_is_thread_invariant():
-    theta, K1, G1, Y, dims = _reduced_set_problem(n=500)
-    args = (theta, K1, G1, Y, dims, KERNELS["rbf"], KERNELS["rbf"], (1.0, 1.0, 1.0), 0.1, 1.0, 0.0, "H", "full")
-    one = _core.deep_reduced_set_objective(*args, n_threads=1)
-    two = _core.deep_reduced_set_objective(*args, n_threads=2)
-    _close(one[0], two[0], 1e-13)
-    _close(one[1], two[1], 1e-12)
-
-
-@pytest.mark.parametrize("change, message", [
-    (lambda a: a.__setitem__(0, a[0][:-1]), "^theta: expected"),
-    (lambda a: a.__setitem__(0, np.concatenate([a[0][:-1], [-1.0]])), "^theta: the eigenvalue entries"),
-    (lambda a: a.__setitem__(1, np.ascontiguousarray(a[1][:, :-1])), "^K1: "),
-    (lambda a: a.__setitem__(3, a[3][:-1]), "^Y: "),
-    (lambda a: a.__setitem__(5, ("laplacian", 1.0, 3.0, 1.0)), "^kernel: "),
-    (lambda a: a.__setitem__(5, ("rbf", None, 3.0, 1.0)), "^kernel2: "),
-    (lambda a: a.__setitem__(7, (1.0, 0.0, 1.0)), "^etas: "),
-    (lambda a: a.__setitem__(8, -1.0), "^lam3: "),
-    (lambda a: a.__setitem__(11, "X"), "^regularizer: "),
-    (lambda a: a.__setitem__(12, "level2"), "^objective: "),
-])
-def test_reduced_set_objective_rejects_bad_input(change, message):
-    theta, K1, G1, Y, dims = _reduced_set_problem()
-    args = [theta, K1, G1, Y, dims, KERNELS["rbf"], KERNELS["rbf"], (1.0, 1.0, 1.0), 0.1, 1.0, 0.0, "H", "full"]
-    change(args)
-    with pytest.raises(ValueError, match=message):
-        _core.deep_reduced_set_objective(*args)
-
-
 # ---------------------------------------------------------------- level-wise, eq. 4.18
 
 
@@ -118,9 +28,9 @@ def test_first_level1_step_is_the_lssvm():
     X, y = _regression()
     deep = DeepRKM(n_components=(1, 1), gamma=0.5, lam=0.01, n_passes=1, phases="forward").fit(X, y)
     basic = LSSVMRegressor(gamma=0.5, lam=0.01).fit(X, y)
-    _close(deep.H_[0].ravel(), basic.H_.ravel(), 1e-9)
-    _close(deep.intercept_, basic.intercept_, 1e-9)
-    _close(deep.predict(X), basic.predict(X), 1e-9)
+    assert_close(deep.H_[0].ravel(), basic.H_.ravel(), 1e-9)
+    assert_close(deep.intercept_, basic.intercept_, 1e-9)
+    assert_close(deep.predict(X), basic.predict(X), 1e-9)
 
 
 @pytest.mark.parametrize("inverse_eta", [1e-3, 1.0, 1e5])
@@ -134,9 +44,9 @@ def test_fused_level1_solve_matches_the_dense_bordered_system(inverse_eta):
     H1, b, K_H1 = level.solve(H2, eta2, lam)
     A = np.block([[K + H2 @ H2.T / eta2 + lam * np.eye(50), np.ones((50, 1))], [np.ones((1, 50)), np.zeros((1, 1))]])
     dense = np.linalg.solve(A, np.concatenate([y, [0.0]]))
-    _close(H1.ravel(), dense[:-1], 1e-7)
-    _close(b, dense[-1:], 1e-7)
-    _close(K_H1, K @ H1, 1e-7)
+    assert_close(H1.ravel(), dense[:-1], 1e-7)
+    assert_close(b, dense[-1:], 1e-7)
+    assert_close(K_H1, K @ H1, 1e-7)
 
 
 @pytest.mark.parametrize("p, components", [(1, (1, 1)), (1, (3, 2)), (2, (3, 2))])
@@ -150,11 +60,11 @@ def test_levelwise_lssvm_kpca_kpca_matches_reference(p, components, phases):
     # (3, 2) keeps a level-2 eigenvalue about 1e-10 of the largest: its eigenvector is determined only to about
     # eps * largest / gap, and it enters level 1 with weight 1/eta2 = 100.
     for mine, theirs in zip(model.H_, (expected["H1"], expected["H2"], expected["H3"])):
-        _close(mine, theirs, 1e-5)
-    _close(model.intercept_, expected["b"], 1e-5)
-    _close(model.eigenvalues_[0], expected["eigenvalues2"], 1e-5)
-    _close(model.objective_history_, [value for _, value in expected["history"]], 1e-5)
-    _close(model.objective_, expected["objective"], 1e-5)
+        assert_close(mine, theirs, 1e-5)
+    assert_close(model.intercept_, expected["b"], 1e-5)
+    assert_close(model.eigenvalues_[0], expected["eigenvalues2"], 1e-5)
+    assert_close(model.objective_history_, [value for _, value in expected["history"]], 1e-5)
+    assert_close(model.objective_, expected["objective"], 1e-5)
 
 
 def test_levelwise_lssvm_kpca_kpca_solution_properties():
@@ -164,11 +74,11 @@ def test_levelwise_lssvm_kpca_kpca_solution_properties():
     H1, H2, H3 = model.H_
     # Level 1 was solved last: its fused system holds with the final H2 (linear K1 = X X^T).
     fused = X @ X.T / etas[0] + H2 @ H2.T / etas[1] + lam * np.eye(len(X))
-    _close(fused @ H1 + model.intercept_, y, 1e-8)
-    _close(H1.sum(axis=0), np.zeros(2), 1e-9)
+    assert_close(fused @ H1 + model.intercept_, y, 1e-8)
+    assert_close(H1.sum(axis=0), np.zeros(2), 1e-9)
     kept = model.eigenvalues_[0] > 0
-    _close(H2[:, kept].T @ H2[:, kept], np.eye(kept.sum()), 1e-10)
-    _close(H2.T @ np.ones(len(X)), np.zeros(3), 1e-9)
+    assert_close(H2[:, kept].T @ H2[:, kept], np.eye(kept.sum()), 1e-10)
+    assert_close(H2.T @ np.ones(len(X)), np.zeros(3), 1e-9)
     assert model.n_effective_components_[0] == kept.sum() <= 2 + 2  # rank <= p + s3
     # J_deep of eq. 4.13 with explicit W (linear kernels everywhere) at the final unknowns.
     W1 = X.T @ H1 / etas[0]
@@ -177,7 +87,7 @@ def test_levelwise_lssvm_kpca_kpca_solution_properties():
     J1 = np.sum((y - X @ W1 - model.intercept_) * H1) - lam / 2 * np.sum(H1**2) + etas[0] / 2 * np.sum(W1**2)
     J2 = -np.sum((H1 @ W2) * H2) + 0.5 * np.sum(l2 * np.sum(H2**2, 0)) + etas[1] / 2 * np.sum(W2**2)
     J3 = -np.sum((H2 @ W3) * H3) + 0.5 * np.sum(l3 * np.sum(H3**2, 0)) + etas[2] / 2 * np.sum(W3**2)
-    _close(model.objective_, J1 + J2 + J3, 1e-9)
+    assert_close(model.objective_, J1 + J2 + J3, 1e-9)
 
 
 def test_levelwise_is_deterministic_and_random_init_is_seeded():
@@ -193,7 +103,7 @@ def test_levelwise_classification_with_weak_coupling_equals_the_lssvm_classifier
     deep = DeepRKM(n_components=(10, 1), gamma=0.02, lam=1e-3, eta=(1.0, 1e12, 1e12), n_passes=2).fit(X, y)
     basic = LSSVMClassifier(gamma=0.02, lam=1e-3).fit(X, y)
     assert deep.task_ == "classification"
-    _close(deep.decision_function(X[:50]), basic.decision_function(X[:50]), 1e-6)
+    assert_close(deep.decision_function(X[:50]), basic.decision_function(X[:50]), 1e-6)
     np.testing.assert_array_equal(deep.predict(X), basic.predict(X))
     assert deep.score(X, y) > 0.95
 
@@ -215,7 +125,7 @@ def test_strong_coupling_alternates_between_two_states_and_warns():
     assert strong.pass_changes_.shape == (3,) and np.all(strong.pass_changes_ > 0.1)
     odd = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=3, tol=10.0).fit(X, y)
     first = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
-    _close(odd.predict(X), first.predict(X), 1e-5)  # the state of pass 1 returns at passes 3, 5, ...
+    assert_close(odd.predict(X), first.predict(X), 1e-5)  # the state of pass 1 returns at passes 3, 5, ...
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=3).fit(X, y)
@@ -235,18 +145,18 @@ def test_levelwise_kpca_kpca_lssvm_matches_reference_and_eq_4_9():
     K = kernel_matrix(X, kernel="rbf", gamma=0.5)
     expected = reference.deep_levelwise_kpca_kpca_lssvm(K, y[:, None], etas, 0.1, (3, 2), 2, "forward")
     for mine, theirs in zip(model.H_, (expected["H1"], expected["H2"], expected["H3"])):
-        _close(mine, theirs, 1e-7)
-    _close(model.objective_history_, [value for _, value in expected["history"]], 1e-7)
+        assert_close(mine, theirs, 1e-7)
+    assert_close(model.objective_history_, [value for _, value in expected["history"]], 1e-7)
     # Level 3 solved last: the LS-SVM on the linear kernel of H2.
     H1, H2, H3 = model.H_
     basic = LSSVMRegressor(kernel="precomputed", eta=etas[2], lam=0.1).fit(H2 @ H2.T, y)
-    _close(H3.ravel(), basic.H_.ravel(), 1e-8)
+    assert_close(H3.ravel(), basic.H_.ravel(), 1e-8)
     # Eq. 4.9 out of sample, written out.
     X_new = X[:7] + 0.1
     e1 = kernel_matrix(X_new, X, kernel="rbf", gamma=0.5) @ H1 / etas[0]
     l1, l2 = model.eigenvalues_
     e2 = (e1 / l1) @ H1.T @ H2 / etas[1]
-    _close(model.predict(X_new), ((e2 / l2) @ H2.T @ H3 / etas[2] + model.intercept_).ravel(), 1e-9)
+    assert_close(model.predict(X_new), ((e2 / l2) @ H2.T @ H3 / etas[2] + model.intercept_).ravel(), 1e-9)
 
 
 # ---------------------------------------------------------------- primal methods (M1, M2)
@@ -274,11 +184,11 @@ def test_reduced_set_fit_reaches_the_objective_it_reports():
     kernel = ("rbf", 1.0, 3.0, 1.0)
     f, _, terms = _core.deep_reduced_set_objective(theta, K1, G1, (2.0 * y - 1.0)[:, None], (15, s1, s2, 1), kernel,
                                                    kernel, (1.0, 1.0, 1.0), 0.01, 10.0, 0.1, "H", "full")
-    _close(model.objective_, f, 1e-12)
-    _close(model.terms_, terms, 1e-12)
+    assert_close(model.objective_, f, 1e-12)
+    assert_close(model.terms_, terms, 1e-12)
     assert model.objective_history_[-1] <= model.objective_history_[0]
     outputs, _, _ = _core.deep_reduced_set_forward(theta, K1, (15, s1, s2, 1), kernel, kernel, (1.0, 1.0, 1.0))
-    _close(model.decision_function(X), outputs.ravel(), 1e-12)
+    assert_close(model.decision_function(X), outputs.ravel(), 1e-12)
     assert model.score(X, y) > 0.8
 
 
@@ -293,7 +203,7 @@ def test_primal_selection_on_validation_data():
     assert len(scores) == 3
     best = model.init_results_[int(np.argmax(scores))]
     assert model.objective_ == pytest.approx(best["objective"]) or scores.count(max(scores)) > 1
-    _close(model.score(X[100:], y[100:]), max(scores), 1e-12)
+    assert_close(model.score(X[100:], y[100:]), max(scores), 1e-12)
 
 
 @pytest.mark.parametrize("toeplitz", [False, True])
@@ -305,12 +215,12 @@ def test_feedforward_hidden_features_follow_the_stationarity_conditions(toeplitz
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
-    _close(model.H_[2].ravel(), (y - model.predict(X)) / lam, 1e-10)
+    assert_close(model.H_[2].ravel(), (y - model.predict(X)) / lam, 1e-10)
     dims = (3, 3, 3, 3, 2, 2, 1)
     theta = model._primal["theta"]
     assert theta.size == _primal.feedforward_size(dims, toeplitz)
     _, E1, _ = _primal.feedforward_forward(theta, X, dims, toeplitz)
-    _close(model.H_[0], E1 / model.eigenvalues_[0], 1e-12)
+    assert_close(model.H_[0], E1 / model.eigenvalues_[0], 1e-12)
 
 
 def test_max_iter_reached_warns():
@@ -346,7 +256,7 @@ def test_kernel_objects_and_per_level_kernels():
     X, y = _regression()
     by_object = DeepRKM(kernel=RBF.from_sigma(2.0), lam=0.01, n_passes=1).fit(X, y)
     by_gamma = DeepRKM(gamma=0.25, lam=0.01, n_passes=1).fit(X, y)
-    _close(by_object.predict(X), by_gamma.predict(X), 1e-12)
+    assert_close(by_object.predict(X), by_gamma.predict(X), 1e-12)
     model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", kernel=("rbf", "poly", "linear"), gamma=(0.5, 0.3, None),
                     n_reduced=8, max_iter=5, random_state=0)
     with warnings.catch_warnings():

@@ -12,7 +12,7 @@ from rkm import KernelPCA, features
 from rkm._utils.primal import FeatureMoments, feature_moments, hidden_features, primal_components
 from rkm._utils.threads import blas_threads
 from rkm.features import Nystroem, RandomFourierFeatures, renyi_entropy
-from rkm.kernels import Polynomial, RBF, kernel_matrix, names_with
+from rkm.kernels import RBF, Polynomial, kernel_matrix, names_with
 
 
 def _data(n=300, d=16, seed=1):

@@ -160,17 +160,6 @@ def test_overflowing_kernel_gradient_is_rejected(rng):
         kernel_gradient(X, X, np.full((6, 6), 1e160), kernel="linear")
 
 
-def test_core_rejects_non_finite_inputs(rng):
-    from rkm import _core
-
-    X = rng.normal(size=(6, 3))
-    X[2, 1] = np.nan
-    with pytest.raises(ValueError, match="X: contains NaN"):
-        _core.kernel_matrix(X)
-    with pytest.raises(ValueError, match="Y: contains NaN"):
-        _core.kernel_matrix(np.ones((2, 3)), X)
-
-
 def test_unknown_kernel_error_lists_the_aliases():
     with pytest.raises(ValueError, match="polynomial = poly, gaussian = rbf"):
         kernel_matrix(np.ones((2, 2)), kernel="sigmoid")

@@ -1,9 +1,11 @@
-"""LS-SVM regression and classification as RKMs (rkm.shallow.lssvm) and the core's dual solver (_core.lssvm_*)."""
+"""LS-SVM regression and classification as RKMs (rkm.shallow.lssvm); the core's dual solver is in
+test_core_lssvm.py."""
 
 import warnings
 
 import numpy as np
 import pytest
+from conftest import bordered_solution, regression_data
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import GridSearchCV
@@ -11,128 +13,19 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 import rkm
-from rkm import LSSVMClassifier, LSSVMRegressor, _core, reference
+from rkm import LSSVMClassifier, LSSVMRegressor
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import RBF, kernel_matrix
 
-
-def _regression_data(rng, n=200, d=3, p=1, dtype=np.float64):
-    X = rng.standard_normal((n, d))
-    Y = np.column_stack([np.sin(X[:, 0] + k) + 0.1 * rng.standard_normal(n) for k in range(p)])
-    return X.astype(dtype), Y.astype(dtype)
-
-
-def _bordered_solution(K, Y, eta, lam):
-    """[H; b^T] of eq. 3.16 by a dense solve of the bordered system."""
-    n = K.shape[0]
-    M = np.zeros((n + 1, n + 1))
-    M[:n, :n] = K / eta + lam * np.eye(n)
-    M[:n, n] = M[n, :n] = 1.0
-    solution = np.linalg.solve(M, np.vstack([Y, np.zeros((1, Y.shape[1]))]))
-    return solution[:n], solution[n]
-
-
-# ------------------------------------------------------------------------------------- core solver
-
-
-@pytest.mark.parametrize("backend", ["scipy", "eigen"])
-@pytest.mark.parametrize("fit_intercept", [True, False])
-def test_core_dual_fit_matches_bordered_solve_and_reference(rng, dtype, backend, fit_intercept):
-    X, Y = _regression_data(rng, n=150, p=2, dtype=dtype)
-    eta, lam = 2.0, 0.05
-    _core.set_blas_backend(backend)
-    try:
-        H, b, loo = _core.lssvm_dual_fit(X, Y, "rbf", 0.4, 3.0, 1.0, eta, lam, fit_intercept, True, None)
-    finally:
-        _core.set_blas_backend("scipy")
-    H_ref, b_ref, loo_ref = reference.lssvm_dual_fit(X, Y, "rbf", 0.4, 3.0, 1.0, eta, lam, fit_intercept, True)
-    assert H.dtype == b.dtype == loo.dtype == dtype
-    K = kernel_matrix(X.astype(np.float64), kernel="rbf", gamma=0.4)
-    if fit_intercept:
-        H_exact, b_exact = _bordered_solution(K, Y.astype(np.float64), eta, lam)
-    else:
-        H_exact, b_exact = np.linalg.solve(K / eta + lam * np.eye(len(K)), Y), np.zeros(2)
-    # float32 solves lose about cond(A) eps32 relative to the largest entry.
-    rtol = 1e-10 if dtype == np.float64 else 2e-3
-    scale = np.abs(H_exact).max()
-    np.testing.assert_allclose(H, H_exact, atol=rtol * scale)
-    np.testing.assert_allclose(b, b_exact, atol=rtol * np.abs(Y).max())
-    np.testing.assert_allclose(H_ref, H_exact, atol=rtol * scale)
-    np.testing.assert_allclose(b_ref, b_exact, atol=rtol * np.abs(Y).max())
-    np.testing.assert_allclose(loo, loo_ref, atol=rtol * np.abs(loo_ref).max() * 10)
-
-
-def test_core_dual_solve_on_a_given_kernel_matches_reference(rng):
-    X, Y = _regression_data(rng, n=120, p=3)
-    K = kernel_matrix(X, kernel="laplacian", gamma=0.3)
-    H, b, loo = _core.lssvm_dual_solve(K.copy(), Y, 0.5, 0.2, True, True, None)
-    H_ref, b_ref, loo_ref = reference.lssvm_dual_solve(K, Y, 0.5, 0.2, True, True)
-    np.testing.assert_allclose(H, H_ref, atol=1e-10 * np.abs(H_ref).max())
-    np.testing.assert_allclose(b, b_ref, atol=1e-10 * np.abs(Y).max())
-    np.testing.assert_allclose(loo, loo_ref, atol=1e-10 * np.abs(loo_ref).max())
-
-
-@pytest.mark.parametrize("lam", [1e-1, 1e-4])
-def test_mixed_precision_fit_reaches_float64_accuracy(rng, lam):
-    X, Y = _regression_data(rng, n=400, p=2)
-    H, b, _ = _core.lssvm_dual_fit(X, Y, "rbf", 1.0, 3.0, 1.0, 1.0, lam, True, False, None)
-    H_mixed, b_mixed, iterations = _core.lssvm_dual_fit_mixed(X, Y, "rbf", 1.0, 3.0, 1.0, 1.0, lam, True, None)
-    H_ref, b_ref, iterations_ref = reference.lssvm_dual_fit_mixed(X, Y, "rbf", 1.0, 3.0, 1.0, 1.0, lam, True)
-    # The same algorithm; the float32 factorizations round alike up to BLAS threading.
-    assert 0 <= iterations <= 30 and 0 <= iterations_ref <= 30 and abs(iterations - iterations_ref) <= 2
-    cond = 1 + kernel_matrix(X, kernel="rbf", gamma=1.0).sum(axis=1).max() / lam
-    for H_, b_ in ((H_mixed, b_mixed), (H_ref, b_ref)):
-        np.testing.assert_allclose(H_, H, atol=cond * 1e-14 * np.abs(H).max())
-        np.testing.assert_allclose(b_, b, atol=cond * 1e-14 * np.abs(Y).max())
-
-
-def test_mixed_precision_falls_back_to_float64_when_float32_cannot_factor(rng):
-    X, Y = _regression_data(rng, n=300)
-    lam = 1e-9  # cond(A) ~ 1e11: beyond float32, within float64
-    H, b, _ = _core.lssvm_dual_fit(X, Y, "rbf", 0.05, 3.0, 1.0, 1.0, lam, True, False, None)
-    H_mixed, b_mixed, iterations = _core.lssvm_dual_fit_mixed(X, Y, "rbf", 0.05, 3.0, 1.0, 1.0, lam, True, None)
-    assert iterations == -1
-    np.testing.assert_array_equal(H_mixed, H)
-    np.testing.assert_array_equal(b_mixed, b)
-    assert reference.lssvm_dual_fit_mixed(X, Y, "rbf", 0.05, 3.0, 1.0, 1.0, lam, True)[2] == -1
+# ------------------------------------------------------------------------------------- mixed precision
 
 
 def test_mixed_precision_estimator_matches_float64(rng):
-    X, Y = _regression_data(rng, n=300, p=2)
+    X, Y = regression_data(rng, n=300, p=2)
     mixed = LSSVMRegressor(gamma=0.5, lam=1e-3, mixed_precision=True).fit(X, Y)
     exact = LSSVMRegressor(gamma=0.5, lam=1e-3).fit(X, Y)
     assert mixed.n_iter_ >= 2 and exact.n_iter_ == 1
     np.testing.assert_allclose(mixed.predict(X), exact.predict(X), atol=1e-10 * np.abs(Y).max())
-
-
-def test_singular_system_is_a_clear_error():
-    X = np.repeat(np.eye(3), 40, axis=0)  # 3 distinct points: K has rank 3
-    Y = np.ones((120, 1))
-    with pytest.raises(ValueError, match="lam: .*not numerically positive definite"):
-        _core.lssvm_dual_fit(X, Y, "rbf", 1.0, 3.0, 1.0, 1.0, 1e-300, True, False, None)
-    with pytest.raises(ValueError, match="lam: "):
-        reference.lssvm_dual_fit(X, Y, "rbf", 1.0, 3.0, 1.0, 1.0, 1e-300, True, False)
-    with pytest.raises(ValueError, match="lam: .*not numerically positive definite"):
-        LSSVMRegressor(lam=1e-300, gamma=1.0).fit(X, Y.ravel())
-
-
-@pytest.mark.parametrize("kwargs, match", [(dict(eta=0.0), "eta: "), (dict(lam=-1.0), "lam: "),
-                                           (dict(lam=np.inf), "lam: ")])
-def test_core_rejects_bad_hyperparameters(rng, kwargs, match):
-    X, Y = _regression_data(rng, n=20)
-    args = dict(eta=1.0, lam=1.0) | kwargs
-    with pytest.raises(ValueError, match=match):
-        _core.lssvm_dual_fit(X, Y, "rbf", 1.0, 3.0, 1.0, args["eta"], args["lam"], True, False, None)
-    with pytest.raises(ValueError, match=match):
-        reference.lssvm_dual_fit(X, Y, "rbf", 1.0, 3.0, 1.0, args["eta"], args["lam"], True, False)
-
-
-def test_core_rejects_mismatched_targets(rng):
-    X, Y = _regression_data(rng, n=20)
-    with pytest.raises(ValueError, match="Y: has 19 rows"):
-        _core.lssvm_dual_fit(X, Y[:19], "rbf", 1.0, 3.0, 1.0, 1.0, 1.0, True, False, None)
-    with pytest.raises(ValueError, match="Y: has 19 rows"):
-        _core.lssvm_dual_fit_mixed(X, Y[:19], "rbf", 1.0, 3.0, 1.0, 1.0, 1.0, True, None)
 
 
 # ------------------------------------------------------------------------------------- leave-one-out
@@ -140,7 +33,7 @@ def test_core_rejects_mismatched_targets(rng):
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_loo_residuals_equal_explicit_refits(rng, fit_intercept):
-    X, Y = _regression_data(rng, n=250, p=2)
+    X, Y = regression_data(rng, n=250, p=2)
     params = dict(gamma=0.5, lam=0.01, eta=1.5, fit_intercept=fit_intercept)
     model = LSSVMRegressor(loo=True, **params).fit(X, Y)
     held_out = rng.choice(len(X), 20, replace=False)
@@ -165,7 +58,7 @@ def test_loo_classifier_error_matches_refits(rng):
 
 
 def test_loo_needs_the_cholesky_solver(rng):
-    X, Y = _regression_data(rng, n=30)
+    X, Y = regression_data(rng, n=30)
     with pytest.raises(ValueError, match="loo: .*solver='cholesky'"):
         LSSVMRegressor(loo=True, feature_map="linear").fit(X, Y.ravel())
 
@@ -174,7 +67,7 @@ def test_loo_needs_the_cholesky_solver(rng):
 
 
 def test_regressor_equals_kernel_ridge_without_intercept(rng):
-    X, Y = _regression_data(rng, n=150, p=2)
+    X, Y = regression_data(rng, n=150, p=2)
     model = LSSVMRegressor(gamma=0.7, lam=0.03, eta=2.0, fit_intercept=False).fit(X, Y)
     ridge = KernelRidge(kernel="rbf", gamma=0.7, alpha=0.06).fit(X, Y)
     X_new = rng.standard_normal((40, 3))
@@ -182,10 +75,10 @@ def test_regressor_equals_kernel_ridge_without_intercept(rng):
 
 
 def test_regressor_matches_bordered_solve_and_predicts_by_eq_3_17(rng):
-    X, Y = _regression_data(rng, n=180)
+    X, Y = regression_data(rng, n=180)
     model = LSSVMRegressor(kernel=RBF.from_sigma(1.3), lam=0.02, eta=0.5).fit(X, Y.ravel())
     K = kernel_matrix(X, kernel="rbf", gamma=1 / 1.3**2)
-    H, b = _bordered_solution(K, Y, 0.5, 0.02)
+    H, b = bordered_solution(K, Y, 0.5, 0.02)
     np.testing.assert_allclose(model.dual_coef_, H, atol=1e-10 * np.abs(H).max())
     np.testing.assert_allclose(model.intercept_, b, atol=1e-10)
     X_new = rng.standard_normal((30, 3))
@@ -194,7 +87,7 @@ def test_regressor_matches_bordered_solve_and_predicts_by_eq_3_17(rng):
 
 
 def test_precomputed_kernel_matches_kernel_function(rng):
-    X, Y = _regression_data(rng, n=100)
+    X, Y = regression_data(rng, n=100)
     X_new = rng.standard_normal((20, 3))
     model = LSSVMRegressor(gamma=0.5, lam=0.1).fit(X, Y)
     pre = LSSVMRegressor(kernel="precomputed", lam=0.1).fit(kernel_matrix(X, kernel="rbf", gamma=0.5), Y)
@@ -205,7 +98,7 @@ def test_precomputed_kernel_matches_kernel_function(rng):
 
 
 def test_float32_data_give_float32_model(rng):
-    X, Y = _regression_data(rng, n=100, dtype=np.float32)
+    X, Y = regression_data(rng, n=100, dtype=np.float32)
     model = LSSVMRegressor(gamma=0.5, lam=0.1).fit(X, Y.ravel())
     assert model.dual_coef_.dtype == np.float32
     assert model.predict(X).dtype == np.float32
@@ -217,7 +110,7 @@ def test_float32_data_give_float32_model(rng):
 
 
 def test_linear_primal_equals_linear_dual(rng):
-    X, Y = _regression_data(rng, n=150, d=4, p=2)
+    X, Y = regression_data(rng, n=150, d=4, p=2)
     for fit_intercept in (True, False):
         params = dict(lam=0.2, eta=3.0, fit_intercept=fit_intercept)
         primal = LSSVMRegressor(feature_map="linear", **params).fit(X, Y)
@@ -237,7 +130,7 @@ def test_linear_primal_equals_linear_dual(rng):
     ids=["nystrom", "renyi", "rff"],
 )
 def test_explicit_feature_map_primal_equals_dual_on_its_kernel(rng, feature_map):
-    X, Y = _regression_data(rng, n=300)
+    X, Y = regression_data(rng, n=300)
     primal = LSSVMRegressor(feature_map=feature_map, lam=0.01, eta=2.0).fit(X, Y.ravel())
     Phi = primal.feature_map_.transform(X)
     dual = LSSVMRegressor(kernel="precomputed", lam=0.01, eta=2.0).fit(Phi @ Phi.T, Y.ravel())
@@ -249,7 +142,7 @@ def test_explicit_feature_map_primal_equals_dual_on_its_kernel(rng, feature_map)
 def test_primal_streams_blocks_like_one_block(rng, monkeypatch):
     from rkm._utils import primal
 
-    X, Y = _regression_data(rng, n=500)
+    X, Y = regression_data(rng, n=500)
     feature_map = Nystroem(kernel="rbf", gamma=0.5, n_components=30, random_state=0)
     whole = LSSVMRegressor(feature_map=feature_map, lam=0.1).fit(X, Y)
     monkeypatch.setattr(primal, "BLOCK_BYTES", 8 * 30 * 37)  # blocks of 37 rows
@@ -258,7 +151,7 @@ def test_primal_streams_blocks_like_one_block(rng, monkeypatch):
 
 
 def test_any_sklearn_transformer_as_feature_map(rng):
-    X, Y = _regression_data(rng, n=120, d=2)
+    X, Y = regression_data(rng, n=120, d=2)
     model = LSSVMRegressor(feature_map=PolynomialFeatures(3), lam=1e-3).fit(X, Y.ravel())
     Phi = PolynomialFeatures(3).fit_transform(X)
     dual = LSSVMRegressor(kernel="precomputed", lam=1e-3).fit(Phi @ Phi.T, Y.ravel())
@@ -324,7 +217,7 @@ def test_classifier_rejects_a_single_class(rng):
 
 
 def test_grid_search_and_pipeline(rng):
-    X, Y = _regression_data(rng, n=120)
+    X, Y = regression_data(rng, n=120)
     pipe = make_pipeline(StandardScaler(), LSSVMRegressor())
     search = GridSearchCV(pipe, {"lssvmregressor__lam": [1e-3, 1e-1, 10.0], "lssvmregressor__gamma": [0.1, 1.0]},
                           cv=3).fit(X, Y.ravel())
@@ -334,7 +227,7 @@ def test_grid_search_and_pipeline(rng):
 
 def test_loo_selects_like_explicit_cross_validation(rng):
     """The closed-form LOO picks the same lam as leave-one-out refits over a small grid."""
-    X, Y = _regression_data(rng, n=60)
+    X, Y = regression_data(rng, n=60)
     y = Y.ravel()
     grid = [1e-4, 1e-2, 1.0, 10.0]
     closed = [LSSVMRegressor(gamma=1.0, lam=lam, loo=True).fit(X, y).loo_mse_ for lam in grid]
@@ -374,13 +267,13 @@ def test_loo_selects_like_explicit_cross_validation(rng):
     ],
 )
 def test_invalid_parameters_name_the_argument(rng, params, match):
-    X, Y = _regression_data(rng, n=30)
+    X, Y = regression_data(rng, n=30)
     with pytest.raises(ValueError, match=match):
         LSSVMRegressor(**params).fit(X, Y.ravel())
 
 
 def test_invalid_data_name_the_argument(rng):
-    X, Y = _regression_data(rng, n=30)
+    X, Y = regression_data(rng, n=30)
     bad = X.copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="X"):
@@ -398,13 +291,13 @@ def test_kernel_matrix_that_cannot_fit_is_refused_before_allocating(rng, monkeyp
     import rkm._utils.validation
 
     monkeypatch.setattr(rkm._utils.validation, "available_memory_bytes", lambda: 2**20)
-    X, Y = _regression_data(rng, n=1000)
+    X, Y = regression_data(rng, n=1000)
     with pytest.raises(MemoryError, match="solver='cg'.*Nystroem"):
         LSSVMRegressor().fit(X, Y.ravel())
 
 
 def test_non_contiguous_input_works(rng):
-    X, Y = _regression_data(rng, n=80, d=6)
+    X, Y = regression_data(rng, n=80, d=6)
     model = LSSVMRegressor(gamma=0.3).fit(X[:, ::2], Y.ravel())
     np.testing.assert_allclose(model.predict(X[:, ::2]),
                                LSSVMRegressor(gamma=0.3).fit(X[:, ::2].copy(), Y.ravel()).predict(X[:, ::2].copy()))
@@ -416,7 +309,7 @@ def test_estimators_are_exported():
 
 
 def test_no_warning_on_a_plain_fit(rng):
-    X, Y = _regression_data(rng, n=50)
+    X, Y = regression_data(rng, n=50)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         LSSVMRegressor().fit(X, Y.ravel())
@@ -428,7 +321,7 @@ def test_no_warning_on_a_plain_fit(rng):
 @pytest.mark.parametrize("preconditioner", ["nystrom", "pivoted_cholesky", None])
 @pytest.mark.parametrize("kernel_storage", ["matrix_free", "dense"])
 def test_cg_solver_agrees_with_cholesky(rng, preconditioner, kernel_storage):
-    X, Y = _regression_data(rng, n=400, p=2)
+    X, Y = regression_data(rng, n=400, p=2)
     params = dict(gamma=0.5, lam=0.05, eta=2.0)
     exact = LSSVMRegressor(mixed_precision=False, **params).fit(X, Y)
     model = LSSVMRegressor(solver="cg", preconditioner=preconditioner, kernel_storage=kernel_storage, tol=1e-10,
@@ -439,7 +332,7 @@ def test_cg_solver_agrees_with_cholesky(rng, preconditioner, kernel_storage):
 
 
 def test_verbose_lines_carry_the_estimator_name(rng, capsys):
-    X, Y = _regression_data(rng, n=200)
+    X, Y = regression_data(rng, n=200)
     LSSVMRegressor(solver="cg", lam=0.1, preconditioner=None, tol=1e-10, verbose=1).fit(X, Y.ravel())
     lines = capsys.readouterr().out.splitlines()
     assert all(line.startswith("LSSVMRegressor [") for line in lines)
@@ -451,7 +344,7 @@ def test_verbose_lines_carry_the_estimator_name(rng, capsys):
 
 
 def test_cg_solver_warns_when_it_stops_early(rng):
-    X, Y = _regression_data(rng, n=300)
+    X, Y = regression_data(rng, n=300)
     with pytest.warns(ConvergenceWarning, match="solver='cg' stopped after 2 iterations"):
         model = LSSVMRegressor(solver="cg", lam=1e-4, max_iter=2, preconditioner=None).fit(X, Y.ravel())
     assert model.n_iter_ == 2
@@ -461,7 +354,7 @@ def test_auto_solver_takes_cg_beyond_the_dense_limit(rng, monkeypatch):
     from rkm.shallow import lssvm
 
     monkeypatch.setattr(lssvm, "AUTO_CHOLESKY_MAX_SAMPLES", 100)
-    X, Y = _regression_data(rng, n=150)
+    X, Y = regression_data(rng, n=150)
     model = LSSVMRegressor(gamma=0.5, lam=0.1, random_state=0).fit(X, Y.ravel())
     assert model.solver_ == "cg"
     assert LSSVMRegressor(gamma=0.5, lam=0.1, loo=True).fit(X, Y.ravel()).solver_ == "cholesky"

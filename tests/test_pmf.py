@@ -9,7 +9,7 @@ from scipy.stats import norm
 from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import KernelDensity
 
-from rkm.kernels import Linear, Polynomial, RBF, kernel_matrix, names_with
+from rkm.kernels import RBF, Linear, Polynomial, kernel_matrix, names_with
 from rkm.shallow.pmf import KernelPMF
 
 SUPPORT = np.arange(5.0)[:, None]
