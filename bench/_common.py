@@ -159,8 +159,11 @@ def script_parser(doc, parts, option="--part", quick=None, n_threads=2, from_rec
         parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--n-threads", type=int, default=n_threads)
     if from_records:
-        parser.add_argument("--from-records", action="store_true",
-                            help="rewrite the parts' subsections and plots from their saved records, without fitting")
+        parser.add_argument(
+            "--from-records",
+            action="store_true",
+            help="rewrite the parts' subsections and plots from their saved records, without fitting",
+        )
     return parser
 
 
@@ -212,8 +215,11 @@ def write_bench_part(script, stem, records, text, figures, facts, n_threads, sec
     raw = FIGURES / f"{stem}.json"
     raw.write_text(json.dumps(records, indent=0, default=float))
     shown = ", ".join(f"bench/figures/{p.name}" for p in figures)
-    body = (f"{provenance(script, n_threads)} {facts}. Records: bench/figures/{raw.name}"
-            + (f"; plots: {shown}" if shown else "") + f".\n\n{text}")
+    body = (
+        f"{provenance(script, n_threads)} {facts}. Records: bench/figures/{raw.name}"
+        + (f"; plots: {shown}" if shown else "")
+        + f".\n\n{text}"
+    )
     write_subsection(RESULTS, *section, body)
 
 
@@ -243,7 +249,7 @@ def format_grid(grid):
 def mean_distance_gamma(X):
     """1 / the mean squared distance between consecutive halves of X: an rbf bandwidth of the data's scale."""
     half = X.shape[0] // 2
-    return 1.0 / np.mean(np.sum((X[:half] - X[half:2 * half]) ** 2, axis=1))
+    return 1.0 / np.mean(np.sum((X[:half] - X[half : 2 * half]) ** 2, axis=1))
 
 
 # -------------------------------------------- Deep RKM (Suykens 2017): bench/shallow_rkm.py and bench/deep_rkm.py
@@ -290,9 +296,7 @@ def grid_scores(factory, grid, X_train, y_train, evaluations, metrics):
         for name, (X, y) in evaluations.items():
             for metric, score in metrics.items():
                 values[name][metric].append(score(model, X, y))
-    scores = {
-        name: {m: np.asarray(v) for m, v in by.items()} for name, by in values.items()
-    }
+    scores = {name: {m: np.asarray(v) for m, v in by.items()} for name, by in values.items()}
     return params, scores
 
 
@@ -342,9 +346,7 @@ def table2_data(noise, n_realizations, random_state=0):
     from rkm.datasets import make_deep_rkm_regression
 
     rng = check_random_state(random_state)
-    draws = [
-        make_deep_rkm_regression(noise, random_state=rng) for _ in range(n_realizations)
-    ]
+    draws = [make_deep_rkm_regression(noise, random_state=rng) for _ in range(n_realizations)]
     first = draws[0]
     return {
         "X_train": first.data,
@@ -409,9 +411,7 @@ def table2_run(factory, grid, data):
         "val": (data["X_val"], data["Y_val"]),
         "test": (data["X_test"], data["Y_test"]),
     }
-    params, scores = grid_scores(
-        factory, grid, data["X_train"], data["Y_train"], evaluations, {"mse": mse}
-    )
+    params, scores = grid_scores(factory, grid, data["X_train"], data["Y_train"], evaluations, {"mse": mse})
     val, test = scores["val"]["mse"], scores["test"]["mse"]
     chosen = select({"mse": val}, ["mse"])
     return {
@@ -431,9 +431,7 @@ def select_on_validation(factory, grid, split):
         "test": (split.X_test, split.y_test),
     }
     metrics = {"error": error_rate, "mse": latent_mse}
-    params, scores = grid_scores(
-        factory, grid, split.X_train, split.y_train, evaluations, metrics
-    )
+    params, scores = grid_scores(factory, grid, split.X_train, split.y_train, evaluations, metrics)
     best = int(select(scores["val"], ["error", "mse"]))
     return params[best], scores["test"]["error"][best], scores["test"]["error"].min()
 
@@ -469,7 +467,7 @@ def table1_data():
 
 KAE_HEADING = "## Kernel autoencoders (Laforgue et al. 2019)"
 KAE_INTRODUCTION = (
-    "Laforgue, Clémençon & d'Alché-Buc (2019), \"Autoencoding any data through kernel autoencoders\", with "
+    'Laforgue, Clémençon & d\'Alché-Buc (2019), "Autoencoding any data through kernel autoencoders", with '
     "`rkm.KernelAutoencoder` (bench/kae.py: the 2-D sets and the gradient's speed; bench/kae_molecules.py: the "
     "molecules of section 5.2). Each subsection below was written by its own run; its first line names the command."
 )

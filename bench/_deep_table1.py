@@ -209,8 +209,9 @@ def part_table1(args, log):
             if variant.startswith("M1"):
                 wide = table1_params(name, variant, level1_gamma=1.0 / d[name])
                 configurations.append(((name, variant + WIDE_LEVEL1, 0), wide, splits[name][0], inits[name]))
-            configurations.append(((name, variant + UNIT_INPUTS, 0), params, unit_interval(splits[name][0]),
-                                   inits[name]))
+            configurations.append(
+                ((name, variant + UNIT_INPUTS, 0), params, unit_interval(splits[name][0]), inits[name])
+            )
     began = time.perf_counter()
     runs = table1_runs(args.jobs, configurations)
     log(f"table1: {sum(len(v) for v in runs.values())} fits ({time.perf_counter() - began:.0f} s)")
@@ -222,8 +223,11 @@ def part_table1(args, log):
 
 
 def _table1_text(args, sets, inits, robust_inits, summaries, lssvm):
-    labels = (list(TABLE1_VARIANTS) + [v + WIDE_LEVEL1 for v in TABLE1_VARIANTS if v.startswith("M1")]
-              + [v + UNIT_INPUTS for v in TABLE1_VARIANTS])
+    labels = (
+        list(TABLE1_VARIANTS)
+        + [v + WIDE_LEVEL1 for v in TABLE1_VARIANTS if v.startswith("M1")]
+        + [v + UNIT_INPUTS for v in TABLE1_VARIANTS]
+    )
     main_rows = []
     for label in labels:
         row = [label]
@@ -236,7 +240,7 @@ def _table1_text(args, sets, inits, robust_inits, summaries, lssvm):
     status_rows = [[label] + [_status_cell(summaries[(n, label, 0)]) for n in sets] for label in labels]
     text = (
         'Deep RKM `rkm.DeepRKM(architecture="kpca_kpca_lssvm")` trained in the primal with L-BFGS-B (max_iter '
-        "400, tol 1e-6; the paper used Matlab's fminunc): M1 = `solver=\"reduced_set\"` (RBF in all three "
+        '400, tol 1e-6; the paper used Matlab\'s fminunc): M1 = `solver="reduced_set"` (RBF in all three '
         'levels), M2 = `solver="feedforward"` (tanh); variants a: `objective="full", c0=0.1, regularizer="H"`; '
         'b: the same with c0 = 0; c: `objective="level3", regularizer="W"`; M2,b,T: b with `toeplitz=True`. '
         "Section 6.1's tuning per set: pid M1 (s1, s2) = (2, 2), M = 20, lambda3 = 1e-2, c_stab = 10; M2 (4, 2), "
@@ -282,7 +286,6 @@ def _table1_text(args, sets, inits, robust_inits, summaries, lssvm):
             f"\n\nRobustness: test error % of the selected initialization over {1 + args.extra_splits} random "
             f"splits (the seeded one and {args.extra_splits} more from the same generator), mean (std, ddof 1); "
             f"initializations per split: the seeded split as above, the others pid {robust_inits['pid']}, bld "
-            f"{robust_inits['bld']}, ion {robust_inits['ion']}.\n\n"
-            + markdown_table(["model"] + sets, robust_rows)
+            f"{robust_inits['bld']}, ion {robust_inits['ion']}.\n\n" + markdown_table(["model"] + sets, robust_rows)
         )
     return text

@@ -210,8 +210,14 @@ def table2_paper_point(data, noise, n_threads):
     sigma, lam = PAPER_DEEP_CHOICE[noise]
     n_realizations = data["Y_train"].shape[1]
     test = {"test": (data["X_test"], data["Y_test"])}
-    _, basic = grid_scores(lssvm_regressor_factory(n_threads), {"sigma": [sigma], "lam": [lam]},
-                           data["X_train"], data["Y_train"], test, {"mse": mse})
+    _, basic = grid_scores(
+        lssvm_regressor_factory(n_threads),
+        {"sigma": [sigma], "lam": [lam]},
+        data["X_train"],
+        data["Y_train"],
+        test,
+        {"mse": mse},
+    )
     result = {"basic": basic["test"]["mse"][0]}
     point = {"sigma": sigma, "lam": lam, "inv_eta": PAPER_INV_ETA}
     for name, components in TABLE2_MODELS.items():
@@ -268,12 +274,20 @@ def part_table2(args, log):
 
 
 def _paper_point_row(noise, paper, point):
-    row = [f"{noise:g}", f"({PAPER_DEEP_CHOICE[noise][0]:g}, {PAPER_DEEP_CHOICE[noise][1]:g})", _paper(paper[0]),
-           _mean_std(point["basic"])]
+    row = [
+        f"{noise:g}",
+        f"({PAPER_DEEP_CHOICE[noise][0]:g}, {PAPER_DEEP_CHOICE[noise][1]:g})",
+        _paper(paper[0]),
+        _mean_std(point["basic"]),
+    ]
     for name, paper_cell in zip(TABLE2_MODELS, paper[1:]):
         r = point[name]
-        row += [_paper(paper_cell), _mean_std(r[TABLE2_PASSES]), _mean_std(r[TABLE2_PASSES - 1]),
-                f"{np.median(r['move']):.2g}"]
+        row += [
+            _paper(paper_cell),
+            _mean_std(r[TABLE2_PASSES]),
+            _mean_std(r[TABLE2_PASSES - 1]),
+            f"{np.median(r['move']):.2g}",
+        ]
     return row
 
 
@@ -325,8 +339,12 @@ def _table2_text(args, grid, fine_grid, rows, measured):
     fine_sigma, fine_lam = fine_grid["sigma"], fine_grid["lam"]
     paper_header = ["noise", "paper's (sigma, lambda1)", "paper Basic", "LS-SVM there"]
     for name in TABLE2_MODELS:
-        paper_header += [f"paper {name}", f"{name}, {TABLE2_PASSES} passes", f"{name}, {TABLE2_PASSES - 1} passes",
-                         f"{name}: H1 move"]
+        paper_header += [
+            f"paper {name}",
+            f"{name}, {TABLE2_PASSES} passes",
+            f"{name}, {TABLE2_PASSES - 1} passes",
+            f"{name}: H1 move",
+        ]
     return (
         'Deep RKM `rkm.DeepRKM(architecture="lssvm_kpca_kpca", solver="levelwise")`: LS-SVM level with RBF '
         "kernel exp(-d^2 / sigma^2), eta1 = 1, two linear kernel PCA levels with (s2, s3) = (1, 1) and (7, 2), "
@@ -358,15 +376,15 @@ def _table2_text(args, grid, fine_grid, rows, measured):
             ],
             rows["main"],
         )
-        + "\n\nDiagnosis (measured on the same realizations). \"deep < basic\": realizations where the selected "
+        + '\n\nDiagnosis (measured on the same realizations). "deep < basic": realizations where the selected '
         "deep model has the lower test MSE, and the mean paired difference deep − basic; most chosen "
-        "(sigma, lambda1, 1/eta) and how often; the selected 1/eta values; \"H1 move\": "
+        '(sigma, lambda1, 1/eta) and how often; the selected 1/eta values; "H1 move": '
         "||H1_deep − H_LS-SVM|| / ||H_LS-SVM|| with 1/eta = 1e5 at each realization's selected (sigma, "
         "lambda1), median (range), and the effective (s2, s3) there (`n_effective_components_`: level 2 of "
-        f"eq. 4.18 has rank <= p + s3 = 1 + s3); \"{TABLE2_PASSES - 1} vs {TABLE2_PASSES} passes\": at each "
+        f'eq. 4.18 has rank <= p + s3 = 1 + s3); "{TABLE2_PASSES - 1} vs {TABLE2_PASSES} passes": at each '
         f"realization's selected point, ||H1(n = {TABLE2_PASSES}) − H1(n = {TABLE2_PASSES - 1})|| / "
         f"||H1(n = {TABLE2_PASSES - 1})|| after n passes, median (range), and the test MSE (mean ± std) with "
-        "one pass fewer (the level-wise iteration has not converged where these differ); \"grid optimum\": the "
+        'one pass fewer (the level-wise iteration has not converged where these differ); "grid optimum": the '
         "lowest test MSE on the grid per realization, basic / deep (chosen on the test set: a lower bound, not "
         "a result).\n\n"
         + markdown_table(

@@ -22,8 +22,9 @@ DATASETS = ("circles", "clusters", "moons")
 
 def make_clusters(n_samples=600, random_state=None):
     """The three Gaussian clusters (``CLUSTER_CENTERS``, std ``CLUSTER_STD``): (data, target)."""
-    return make_blobs(n_samples=n_samples, centers=np.array(CLUSTER_CENTERS), cluster_std=CLUSTER_STD,
-                      random_state=random_state)
+    return make_blobs(
+        n_samples=n_samples, centers=np.array(CLUSTER_CENTERS), cluster_std=CLUSTER_STD, random_state=random_state
+    )
 
 
 def load_toy(name, n_samples, random_state):
@@ -43,8 +44,10 @@ def describe_toy(name):
     """One sentence on how a set is drawn."""
     return {
         "circles": f"three concentric circles of radii 1/3, 2/3, 1, uniform angles, Gaussian noise std {CIRCLES_NOISE}",
-        "clusters": (f"three Gaussian clusters of std {CLUSTER_STD} centred on an equilateral triangle of side 2 "
-                     "(sklearn.datasets.make_blobs)"),
+        "clusters": (
+            f"three Gaussian clusters of std {CLUSTER_STD} centred on an equilateral triangle of side 2 "
+            "(sklearn.datasets.make_blobs)"
+        ),
         "moons": f"rkm.datasets.make_moons with noise {MOONS_NOISE}",
     }[name]
 
@@ -55,5 +58,10 @@ def split_toy(name, n_train, n_test, seed):
     y_train, y_test and the scaler."""
     X, y = load_toy(name, n_train + n_test, seed)
     scaler = StandardScaler().fit(X[:n_train])
-    return Bunch(X_train=scaler.transform(X[:n_train]), X_test=scaler.transform(X[n_train:]),
-                 y_train=y[:n_train], y_test=y[n_train:], scaler=scaler)
+    return Bunch(
+        X_train=scaler.transform(X[:n_train]),
+        X_test=scaler.transform(X[n_train:]),
+        y_train=y[:n_train],
+        y_test=y[n_train:],
+        scaler=scaler,
+    )

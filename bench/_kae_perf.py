@@ -17,12 +17,24 @@ from rkm.cli.report import markdown_table
 PERF = {
     # slope_from: the least-squares slopes use the sizes from these on, where the O(n^2) / O(n^3) terms dominate
     # the fixed costs.
-    "full": {"n": 300, "repeats": 5, "adjoint_sizes": (100, 200, 400, 800, 1000, 1500, 2000),
-             "jacobian_sizes": (100, 150, 200, 300, 400, 500, 600, 800, 1000), "jacobian_budget_s": 120.0,
-             "min_seconds": 0.3, "slope_from": {"core_adjoint": 400, "reference_adjoint": 400, "core_jacobian": 200}},
-    "quick": {"n": 150, "repeats": 3, "adjoint_sizes": (100, 200, 400), "jacobian_sizes": (50, 100, 150, 200),
-              "jacobian_budget_s": 3.0, "min_seconds": 0.1,
-              "slope_from": {"core_adjoint": 100, "reference_adjoint": 100, "core_jacobian": 50}},
+    "full": {
+        "n": 300,
+        "repeats": 5,
+        "adjoint_sizes": (100, 200, 400, 800, 1000, 1500, 2000),
+        "jacobian_sizes": (100, 150, 200, 300, 400, 500, 600, 800, 1000),
+        "jacobian_budget_s": 120.0,
+        "min_seconds": 0.3,
+        "slope_from": {"core_adjoint": 400, "reference_adjoint": 400, "core_jacobian": 200},
+    },
+    "quick": {
+        "n": 150,
+        "repeats": 3,
+        "adjoint_sizes": (100, 200, 400),
+        "jacobian_sizes": (50, 100, 150, 200),
+        "jacobian_budget_s": 3.0,
+        "min_seconds": 0.1,
+        "slope_from": {"core_adjoint": 100, "reference_adjoint": 100, "core_jacobian": 50},
+    },
 }
 HIDDEN = (10, 5)  # L = 3 layers: 2 -> 10 -> 5 -> 2
 PENALTY = 1e-3
@@ -44,16 +56,32 @@ def perf_inputs(n, seed=0):
     gammas = [1.0 / (sizes[0] * X.var())] + [1.0 / d for d in sizes[1:-1]]
     kernels = [("rbf", float(g), 3, 1.0) for g in gammas]
     phis = [rng.standard_normal((n, d)) / np.sqrt(n) for d in sizes[1:]]
-    return {"X": X, "phis": phis, "kernels": kernels, "operators": [None] * len(phis),
-            "penalties": [PENALTY] * len(phis)}
+    return {
+        "X": X,
+        "phis": phis,
+        "kernels": kernels,
+        "operators": [None] * len(phis),
+        "penalties": [PENALTY] * len(phis),
+    }
 
 
 def evaluate(backend, inputs, n_threads):
     """(loss, grads, terms) of one evaluation by ``backend`` (one of BACKENDS)."""
-    module, method = {"core_adjoint": (_core, "adjoint"), "core_jacobian": (_core, "jacobian"),
-                      "reference_adjoint": (reference, "adjoint")}[backend]
-    return module.kae_loss_and_grad(inputs["X"], inputs["phis"], inputs["kernels"], inputs["operators"],
-                                    inputs["penalties"], precomputed=False, method=method, n_threads=n_threads)
+    module, method = {
+        "core_adjoint": (_core, "adjoint"),
+        "core_jacobian": (_core, "jacobian"),
+        "reference_adjoint": (reference, "adjoint"),
+    }[backend]
+    return module.kae_loss_and_grad(
+        inputs["X"],
+        inputs["phis"],
+        inputs["kernels"],
+        inputs["operators"],
+        inputs["penalties"],
+        precomputed=False,
+        method=method,
+        n_threads=n_threads,
+    )
 
 
 def relative_difference(a, b):
@@ -68,8 +96,10 @@ def check_agreement(results):
     differences = {}
     for backend in BACKENDS[1:]:
         other_loss, other_grads, _ = results[backend]
-        differences[backend] = {"grad": relative_difference(other_grads, grads),
-                                "loss": abs(other_loss - loss) / abs(loss)}
+        differences[backend] = {
+            "grad": relative_difference(other_grads, grads),
+            "loss": abs(other_loss - loss) / abs(loss),
+        }
         if differences[backend]["grad"] > RTOL or differences[backend]["loss"] > RTOL:
             raise RuntimeError(f"{backend} disagrees with core_adjoint: {differences[backend]}")
     return differences
@@ -110,17 +140,26 @@ def ratios_at(config, n_threads):
     for repeat in range(config["repeats"]):
         for backend in BACKENDS:
             times[backend].append(seconds_per_call(backend, inputs, n_threads, config["min_seconds"]))
-        log(f"n = {config['n']}, {n_threads} thread(s), repeat {repeat}: "
-            + ", ".join(f"{b} {times[b][-1]:.4g} s" for b in BACKENDS))
+        log(
+            f"n = {config['n']}, {n_threads} thread(s), repeat {repeat}: "
+            + ", ".join(f"{b} {times[b][-1]:.4g} s" for b in BACKENDS)
+        )
     medians = {backend: float(np.median(t)) for backend, t in times.items()}
     adjoint = np.array(times["core_adjoint"])
-    return {"n": config["n"], "n_threads": n_threads, "times": times, "medians": medians,
-            "differences": differences,
-            "ratios": {other: medians[backend] / medians["core_adjoint"] for other, backend in OTHERS.items()},
-            "ratios_per_repeat_median": {other: float(np.median(np.array(times[backend]) / adjoint))
-                                         for other, backend in OTHERS.items()},
-            "load": [load_start, load_average()], "loss": float(results["core_adjoint"][0]),
-            "terms": np.asarray(results["core_adjoint"][2]).tolist()}
+    return {
+        "n": config["n"],
+        "n_threads": n_threads,
+        "times": times,
+        "medians": medians,
+        "differences": differences,
+        "ratios": {other: medians[backend] / medians["core_adjoint"] for other, backend in OTHERS.items()},
+        "ratios_per_repeat_median": {
+            other: float(np.median(np.array(times[backend]) / adjoint)) for other, backend in OTHERS.items()
+        },
+        "load": [load_start, load_average()],
+        "loss": float(results["core_adjoint"][0]),
+        "terms": np.asarray(results["core_adjoint"][2]).tolist(),
+    }
 
 
 def _predicted(points, n):
@@ -140,8 +179,11 @@ def growth(config, n_threads):
         row = {"n": n}
         for backend in ("core_adjoint", "reference_adjoint"):
             seconds_per_call(backend, inputs, n_threads, 0.0)  # warm-up
-            row[backend] = float(np.median([seconds_per_call(backend, inputs, n_threads, config["min_seconds"])
-                                             for _ in range(GROWTH_REPEATS)]))
+            row[backend] = float(
+                np.median(
+                    [seconds_per_call(backend, inputs, n_threads, config["min_seconds"]) for _ in range(GROWTH_REPEATS)]
+                )
+            )
         rows.append(row)
         log(f"growth n = {n}: core adjoint {row['core_adjoint']:.4g} s, reference {row['reference_adjoint']:.4g} s")
     jacobian, skipped = [], None
@@ -167,8 +209,9 @@ def fitted_slope(ns, seconds, from_n):
 def series(records):
     """{backend: (ns, seconds)} of the growth measurements."""
     g = records["growth"]
-    out = {b: ([r["n"] for r in g["adjoint"]], [r[b] for r in g["adjoint"]])
-           for b in ("core_adjoint", "reference_adjoint")}
+    out = {
+        b: ([r["n"] for r in g["adjoint"]], [r[b] for r in g["adjoint"]]) for b in ("core_adjoint", "reference_adjoint")
+    }
     out["core_jacobian"] = ([r["n"] for r in g["jacobian"]], [r["core_jacobian"] for r in g["jacobian"]])
     return out
 
@@ -179,13 +222,17 @@ def part_perf(quick, n_threads):
     # two-thread call of the core take ~70 ms (one OpenMP thread waiting for its descheduled partner; 1 ms at
     # n = 300 on a quiet machine), and one-thread calls hardly slower.
     thread_counts = sorted({1, 2, n_threads})
-    records = {"settings": {**config, "hidden_sizes": HIDDEN, "penalty": PENALTY, "rtol": RTOL},
-               "ratios": [ratios_at(config, t) for t in thread_counts], "growth": growth(config, n_threads)}
+    records = {
+        "settings": {**config, "hidden_sizes": HIDDEN, "penalty": PENALTY, "rtol": RTOL},
+        "ratios": [ratios_at(config, t) for t in thread_counts],
+        "growth": growth(config, n_threads),
+    }
     records["slopes"] = {b: fitted_slope(ns, t, config["slope_from"][b]) for b, (ns, t) in series(records).items()}
     return records
 
 
 # ---------------------------------------------------------------------------------------------------- report
+
 
 def _verdict(value, target):
     return f"{value:.1f}x ({'meets' if value >= target else 'misses'} >= {target:g}x)"
@@ -199,17 +246,25 @@ def _growth_rows(records):
     rows = []
     for n in sizes:
         a = adjoint.get(n)
-        rows.append([str(n), f"{1e3 * a['core_adjoint']:.3g}" if a else "-",
-                     f"{1e3 * a['reference_adjoint']:.3g}" if a else "-",
-                     f"{jacobian[n]:.3g}" if n in jacobian else "-",
-                     f"{a['reference_adjoint'] / a['core_adjoint']:.1f}" if a else "-",
-                     f"{jacobian[n] / a['core_adjoint']:.0f}" if a and n in jacobian else "-"])
+        rows.append(
+            [
+                str(n),
+                f"{1e3 * a['core_adjoint']:.3g}" if a else "-",
+                f"{1e3 * a['reference_adjoint']:.3g}" if a else "-",
+                f"{jacobian[n]:.3g}" if n in jacobian else "-",
+                f"{a['reference_adjoint'] / a['core_adjoint']:.1f}" if a else "-",
+                f"{jacobian[n] / a['core_adjoint']:.0f}" if a and n in jacobian else "-",
+            ]
+        )
     return rows
 
 
 def _slope_text(records):
-    names = {"core_adjoint": "core adjoint", "reference_adjoint": "NumPy reference adjoint",
-             "core_jacobian": "core Jacobian recursions"}
+    names = {
+        "core_adjoint": "core adjoint",
+        "reference_adjoint": "NumPy reference adjoint",
+        "core_jacobian": "core Jacobian recursions",
+    }
     parts = [f"{names[b]} {s['slope']:.2f} (n >= {s['from_n']})" for b, s in records["slopes"].items() if s]
     return "; ".join(parts)
 
@@ -228,19 +283,27 @@ def _extrapolation(records):
         return ""
     seconds = points[-1]["core_jacobian"] * (n_far / n_max) ** s["slope"]
     core = next(r["core_adjoint"] for r in records["growth"]["adjoint"] if r["n"] == n_far)
-    return (f" Extrapolated with the fitted slope from n = {n_max} (the largest measured) to n = {n_far} only: the "
-            f"Jacobian recursions would take about {_duration(seconds)} per evaluation there, against "
-            f"{1e3 * core:.0f} ms for the core's adjoint gradient (measured).")
+    return (
+        f" Extrapolated with the fitted slope from n = {n_max} (the largest measured) to n = {n_far} only: the "
+        f"Jacobian recursions would take about {_duration(seconds)} per evaluation there, against "
+        f"{1e3 * core:.0f} ms for the core's adjoint gradient (measured)."
+    )
 
 
 def _ratio_rows(ratios):
     rows = []
     for r in ratios:
-        rows += [[str(r["n_threads"]), b.replace("_", " "), f"{1e3 * r['medians'][b]:.4g}",
-                  ", ".join(f"{1e3 * t:.4g}" for t in r["times"][b]),
-                  "-" if b == "core_adjoint" else _verdict(r["ratios"][other], TARGETS[other]),
-                  f"{r['load'][0]:.2f} / {r['load'][1]:.2f}"]
-                 for other, b in [(None, "core_adjoint"), *((o, b) for o, b in OTHERS.items())]]
+        rows += [
+            [
+                str(r["n_threads"]),
+                b.replace("_", " "),
+                f"{1e3 * r['medians'][b]:.4g}",
+                ", ".join(f"{1e3 * t:.4g}" for t in r["times"][b]),
+                "-" if b == "core_adjoint" else _verdict(r["ratios"][other], TARGETS[other]),
+                f"{r['load'][0]:.2f} / {r['load'][1]:.2f}",
+            ]
+            for other, b in [(None, "core_adjoint"), *((o, b) for o, b in OTHERS.items())]
+        ]
     return rows
 
 
@@ -250,13 +313,18 @@ def _slower(ratios):
     if 1 not in by_threads or len(by_threads) < 2:
         return ""
     most = max(by_threads)
-    slower = [f"{b.replace('_', ' ')} ({1e3 * by_threads[most][b]:.4g} ms against {1e3 * by_threads[1][b]:.4g} ms)"
-              for b in BACKENDS if by_threads[most][b] > 1.2 * by_threads[1][b]]
+    slower = [
+        f"{b.replace('_', ' ')} ({1e3 * by_threads[most][b]:.4g} ms against {1e3 * by_threads[1][b]:.4g} ms)"
+        for b in BACKENDS
+        if by_threads[most][b] > 1.2 * by_threads[1][b]
+    ]
     if not slower:
         return ""
-    return (f" More than 20% slower with {most} threads than with one: {', '.join(slower)}. A call of about a "
-            "millisecond leaves a second thread little to gain, and the other processes on the 2 cores (see the "
-            "load) compete for the second core: the one-thread rows are the ones to read.")
+    return (
+        f" More than 20% slower with {most} threads than with one: {', '.join(slower)}. A call of about a "
+        "millisecond leaves a second thread little to gain, and the other processes on the 2 cores (see the "
+        "load) compete for the second core: the one-thread rows are the ones to read."
+    )
 
 
 def table_perf(records, n_threads):
@@ -273,28 +341,64 @@ def table_perf(records, n_threads):
         f"to last {c['min_seconds']:g} s (once for the slow ones) and divides; the three backends alternate within "
         f"each of {c['repeats']} repeats after one untimed warm-up call each. The warm-up results agree: gradients "
         f"within {grad:.1e} and losses within {loss:.1e} of the core adjoint's (relative; the bench stops above "
-        f"{RTOL:g}).")
+        f"{RTOL:g})."
+    )
     per_repeat = "; ".join(
         f"{r['n_threads']} thread(s): {r['ratios_per_repeat_median']['jacobian']:.1f}x over the Jacobian recursions, "
-        f"{r['ratios_per_repeat_median']['reference']:.1f}x over the reference" for r in ratios)
-    stopped = "" if not skipped else (
-        f" The Jacobian recursion stopped at n = {records['growth']['jacobian'][-1]['n']}: n = {skipped['n']} would "
-        f"take about {skipped['predicted_seconds']:.0f} s (> {c['jacobian_budget_s']:g} s per point).")
+        f"{r['ratios_per_repeat_median']['reference']:.1f}x over the reference"
+        for r in ratios
+    )
+    stopped = (
+        ""
+        if not skipped
+        else (
+            f" The Jacobian recursion stopped at n = {records['growth']['jacobian'][-1]['n']}: n = {skipped['n']} would "
+            f"take about {skipped['predicted_seconds']:.0f} s (> {c['jacobian_budget_s']:g} s per point)."
+        )
+    )
     lines = [
-        setting, "",
-        f"At n = {ratios[0]['n']} (the ratio column: the core adjoint's speed-up over that backend, same run):", "",
-        markdown_table(["threads t", "backend", "median (ms)", "repeats (ms)", "core adjoint faster by",
-                        "load average before / after"], _ratio_rows(ratios)), "",
+        setting,
+        "",
+        f"At n = {ratios[0]['n']} (the ratio column: the core adjoint's speed-up over that backend, same run):",
+        "",
+        markdown_table(
+            [
+                "threads t",
+                "backend",
+                "median (ms)",
+                "repeats (ms)",
+                "core adjoint faster by",
+                "load average before / after",
+            ],
+            _ratio_rows(ratios),
+        ),
+        "",
         f"Medians of the per-repeat ratios (the same comparison repeat by repeat): {per_repeat}.{_slower(ratios)}",
         "",
-        (f"Growth with n at {n_threads} thread(s) (one evaluation; adjoint: median of {GROWTH_REPEATS} timings as "
-         "above after a warm-up call; Jacobian: one call per size):"), "",
-        markdown_table(["n", "core adjoint (ms)", "reference adjoint (ms)", "core Jacobian (s)",
-                        "reference / core adjoint", "Jacobian / adjoint"], _growth_rows(records)), "",
-        f"Fitted log-log slopes: {_slope_text(records)}.{stopped}{_extrapolation(records)}", "",
-        ("The paper (section 4.2) bounds the objective by O(n^2 L p) and its gradient by O(n^3 L^2 p^3) (n samples, "
-         "L layers, p the largest layer size), i.e. slope 3 in n for the gradient by the recursions; the adjoint "
-         "gradient costs O(n^2 sum_l d_l) like the objective itself, slope 2."),
+        (
+            f"Growth with n at {n_threads} thread(s) (one evaluation; adjoint: median of {GROWTH_REPEATS} timings as "
+            "above after a warm-up call; Jacobian: one call per size):"
+        ),
+        "",
+        markdown_table(
+            [
+                "n",
+                "core adjoint (ms)",
+                "reference adjoint (ms)",
+                "core Jacobian (s)",
+                "reference / core adjoint",
+                "Jacobian / adjoint",
+            ],
+            _growth_rows(records),
+        ),
+        "",
+        f"Fitted log-log slopes: {_slope_text(records)}.{stopped}{_extrapolation(records)}",
+        "",
+        (
+            "The paper (section 4.2) bounds the objective by O(n^2 L p) and its gradient by O(n^3 L^2 p^3) (n samples, "
+            "L layers, p the largest layer size), i.e. slope 3 in n for the gradient by the recursions; the adjoint "
+            "gradient costs O(n^2 sum_l d_l) like the objective itself, slope 2."
+        ),
     ]
     return "\n".join(lines)
 
@@ -305,8 +409,11 @@ def plot_perf(records, directory=FIGURES):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {"core_adjoint": "core, adjoint", "reference_adjoint": "NumPy reference, adjoint",
-              "core_jacobian": "core, Jacobian recursions (App. B)"}
+    labels = {
+        "core_adjoint": "core, adjoint",
+        "reference_adjoint": "NumPy reference, adjoint",
+        "core_jacobian": "core, Jacobian recursions (App. B)",
+    }
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     for k, (backend, (ns, seconds)) in enumerate(series(records).items()):
         if not ns:
@@ -315,14 +422,23 @@ def plot_perf(records, directory=FIGURES):
         s = records["slopes"][backend]
         if s:
             fit_n = np.array([n for n in ns if n >= s["from_n"]], dtype=np.float64)
-            ax.loglog(fit_n, np.exp(s["intercept"]) * fit_n ** s["slope"], "--", color=f"C{k}", lw=1,
-                      label=f"fit, slope {s['slope']:.2f}")
+            ax.loglog(
+                fit_n,
+                np.exp(s["intercept"]) * fit_n ** s["slope"],
+                "--",
+                color=f"C{k}",
+                lw=1,
+                label=f"fit, slope {s['slope']:.2f}",
+            )
     ax.set_xlabel("n (samples)")
     ax.set_ylabel("seconds per loss + gradient")
     threads = records.get("run", {}).get("n_threads")
-    ax.set_title(f"KAE 2-{HIDDEN[0]}-{HIDDEN[1]}-2: gradient time against n"
-                 + (f", {threads} thread(s)" if threads else "")
-                 + "\n(paper: O(n^3 L^2 p^3) by its recursions; adjoint: O(n^2 sum d_l))", fontsize=9)
+    ax.set_title(
+        f"KAE 2-{HIDDEN[0]}-{HIDDEN[1]}-2: gradient time against n"
+        + (f", {threads} thread(s)" if threads else "")
+        + "\n(paper: O(n^3 L^2 p^3) by its recursions; adjoint: O(n^2 sum d_l))",
+        fontsize=9,
+    )
     ax.legend(fontsize=7)
     ax.grid(True, which="both", lw=0.3)
     return [save_figure(fig, directory / "kae_perf.png", dpi=90)]

@@ -25,12 +25,24 @@ from rkm.cli.report import markdown_table
 # iteration costs ~16 ms at n = 300, the last layer's ridge regression being solved at every evaluation), and on
 # seed 0 of the circles the test error moved by less than 1% between 500 and 2000 iterations (0.557 / 0.559).
 TOY = {
-    "full": {"n_train": 300, "n_test": 300, "n_val": 100, "seeds": 5, "max_iter": 500,
-             "kae_grid": {"gamma_1": (0.5,), "gamma_2": (1.0, 4.0), "penalty": (1e-3, 1e-2)},
-             "mlp_grid": {"solver": ("lbfgs",), "alpha": (1e-4, 1e-2)}},
-    "quick": {"n_train": 120, "n_test": 120, "n_val": 40, "seeds": 2, "max_iter": 100,
-              "kae_grid": {"gamma_1": (0.5,), "gamma_2": (1.0, 4.0), "penalty": (1e-2,)},
-              "mlp_grid": {"solver": ("lbfgs",), "alpha": (1e-4,)}},
+    "full": {
+        "n_train": 300,
+        "n_test": 300,
+        "n_val": 100,
+        "seeds": 5,
+        "max_iter": 500,
+        "kae_grid": {"gamma_1": (0.5,), "gamma_2": (1.0, 4.0), "penalty": (1e-3, 1e-2)},
+        "mlp_grid": {"solver": ("lbfgs",), "alpha": (1e-4, 1e-2)},
+    },
+    "quick": {
+        "n_train": 120,
+        "n_test": 120,
+        "n_val": 40,
+        "seeds": 2,
+        "max_iter": 100,
+        "kae_grid": {"gamma_1": (0.5,), "gamma_2": (1.0, 4.0), "penalty": (1e-2,)},
+        "mlp_grid": {"solver": ("lbfgs",), "alpha": (1e-4,)},
+    },
 }
 MLP_HIDDEN = (32, 1, 32)
 MLP_MAX_ITER = 3000
@@ -46,16 +58,27 @@ def squared_errors(X, X_hat):
 
 
 def kae_model(params, seed, config, n_threads, hidden_layer_sizes=(1,), max_iter=None):
-    return rkm.KernelAutoencoder(hidden_layer_sizes, kernel="rbf",
-                                 gamma=(params["gamma_1"], params["gamma_2"]),
-                                 lam=params["penalty"], max_iter=max_iter or config["max_iter"],
-                                 random_state=seed,
-                                 n_threads=n_threads)
+    return rkm.KernelAutoencoder(
+        hidden_layer_sizes,
+        kernel="rbf",
+        gamma=(params["gamma_1"], params["gamma_2"]),
+        lam=params["penalty"],
+        max_iter=max_iter or config["max_iter"],
+        random_state=seed,
+        n_threads=n_threads,
+    )
 
 
 def mlp_model(params, seed):
-    return MLPRegressor(hidden_layer_sizes=MLP_HIDDEN, activation="tanh", solver=params["solver"],
-                        alpha=params["alpha"], max_iter=MLP_MAX_ITER, tol=1e-7, random_state=seed)
+    return MLPRegressor(
+        hidden_layer_sizes=MLP_HIDDEN,
+        activation="tanh",
+        solver=params["solver"],
+        alpha=params["alpha"],
+        max_iter=MLP_MAX_ITER,
+        tol=1e-7,
+        random_state=seed,
+    )
 
 
 def _timed_fit(model, X):
@@ -77,14 +100,14 @@ def _timed_fit(model, X):
 def mlp_codes(mlp, X):
     """The MLP's bottleneck activations (the 1-D codes) of X."""
     h = np.asarray(X)
-    for W, b in list(zip(mlp.coefs_, mlp.intercepts_))[:len(MLP_HIDDEN) - 1]:
+    for W, b in list(zip(mlp.coefs_, mlp.intercepts_))[: len(MLP_HIDDEN) - 1]:
         h = np.tanh(h @ W + b)
     return h
 
 
 def mlp_decode(mlp, codes):
     """The MLP's decoder (the layers after the bottleneck) applied to ``codes``."""
-    layers = list(zip(mlp.coefs_, mlp.intercepts_))[len(MLP_HIDDEN) - 1:]
+    layers = list(zip(mlp.coefs_, mlp.intercepts_))[len(MLP_HIDDEN) - 1 :]
     h = np.asarray(codes)
     for W, b in layers[:-1]:
         h = np.tanh(h @ W + b)
@@ -101,18 +124,30 @@ def select(name, config, n_threads):
     """Fit every grid point of the KAE and the MLP on seed 0's training set less its last ``n_val`` points and
     score them on those points: the chosen parameters and every trial."""
     data = split_toy(name, config["n_train"], config["n_test"], seed=0)
-    X_fit, X_val = data.X_train[:-config["n_val"]], data.X_train[-config["n_val"]:]
+    X_fit, X_val = data.X_train[: -config["n_val"]], data.X_train[-config["n_val"] :]
     trials = {"kae": [], "mlp": []}
     for params in _grid_points(config["kae_grid"]):
         model = kae_model(params, 0, config, n_threads)
         seconds = _timed_fit(model, X_fit)
-        trials["kae"].append({**params, "val_mse": float(np.mean(model.reconstruction_error(X_val))),
-                              "seconds": seconds, "n_iter": int(model.n_iter_)})
+        trials["kae"].append(
+            {
+                **params,
+                "val_mse": float(np.mean(model.reconstruction_error(X_val))),
+                "seconds": seconds,
+                "n_iter": int(model.n_iter_),
+            }
+        )
     for params in _grid_points(config["mlp_grid"]):
         model = mlp_model(params, 0)
         seconds = _timed_fit(model, X_fit)
-        trials["mlp"].append({**params, "val_mse": float(np.mean(squared_errors(X_val, model.predict(X_val)))),
-                              "seconds": seconds, "n_iter": int(model.n_iter_)})
+        trials["mlp"].append(
+            {
+                **params,
+                "val_mse": float(np.mean(squared_errors(X_val, model.predict(X_val)))),
+                "seconds": seconds,
+                "n_iter": int(model.n_iter_),
+            }
+        )
     chosen = {}
     for method, rows in trials.items():
         best = min(rows, key=lambda r: r["val_mse"])
@@ -129,8 +164,11 @@ def code_accuracy(codes_train, y_train, codes_test, y_test):
 
 def fit_all(data, chosen, seed, config, n_threads):
     """The three autoencoders fitted on ``data.X_train``: {method: (model, fit seconds)}."""
-    models = {"kae": kae_model(chosen["kae"], seed, config, n_threads), "pca": PCA(1),
-              "mlp": mlp_model(chosen["mlp"], seed)}
+    models = {
+        "kae": kae_model(chosen["kae"], seed, config, n_threads),
+        "pca": PCA(1),
+        "mlp": mlp_model(chosen["mlp"], seed),
+    }
     return {method: (model, _timed_fit(model, data.X_train)) for method, model in models.items()}
 
 
@@ -163,8 +201,10 @@ def seed_record(name, data, fitted, seed):
             "train_mse": float(np.mean(squared_errors(data.X_train, reconstruct(method, model, data.X_train)))),
             "fit_seconds": seconds,
             "n_iter": None if method == "pca" else int(model.n_iter_),
-            "code_knn_accuracy": code_accuracy(encode(method, model, data.X_train), data.y_train,
-                                               encode(method, model, data.X_test), data.y_test)}
+            "code_knn_accuracy": code_accuracy(
+                encode(method, model, data.X_train), data.y_train, encode(method, model, data.X_test), data.y_test
+            ),
+        }
     return record
 
 
@@ -195,8 +235,9 @@ def plot_arrays(data, fitted, chosen, config, n_threads):
     _timed_fit(wide, data.X_train)
     arrays["kae2_codes"] = _rounded(wide.transform(data.X_test))
     arrays["kae2_test_mse"] = float(np.mean(wide.reconstruction_error(data.X_test)))
-    arrays["kae2_code_knn_accuracy"] = code_accuracy(wide.transform(data.X_train), data.y_train,
-                                                     wide.transform(data.X_test), data.y_test)
+    arrays["kae2_code_knn_accuracy"] = code_accuracy(
+        wide.transform(data.X_train), data.y_train, wide.transform(data.X_test), data.y_test
+    )
     return arrays
 
 
@@ -213,12 +254,18 @@ def part_toy(quick, n_threads):
             log(f"{name} seed {seed}: test MSE " + ", ".join(f"{m} {seeds[-1][m]['test_mse']:.4f}" for m in METHODS))
             if seed == 0:
                 arrays = plot_arrays(data, fitted, chosen, config, n_threads)
-        records["datasets"][name] = {"description": describe_toy(name), "chosen": chosen, "trials": trials,
-                                     "seeds": seeds, "plot": arrays}
+        records["datasets"][name] = {
+            "description": describe_toy(name),
+            "chosen": chosen,
+            "trials": trials,
+            "seeds": seeds,
+            "plot": arrays,
+        }
     return records
 
 
 # ---------------------------------------------------------------------------------------------------- report
+
 
 def _summary(values, fmt):
     values = np.asarray(values, dtype=np.float64)
@@ -232,10 +279,17 @@ def _method_rows(entry):
         test = [s[method]["test_mse"] for s in seeds]
         ratio = [s[method]["test_mse"] / s["pca"]["test_mse"] for s in seeds]
         iterations = [s[method]["n_iter"] for s in seeds]
-        rows.append([LABELS[method], _summary(test, ".4f"), _summary([s[method]["train_mse"] for s in seeds], ".4f"),
-                     _summary(ratio, ".3f"), _summary([s[method]["fit_seconds"] for s in seeds], ".2f"),
-                     "-" if iterations[0] is None else f"{int(np.median(iterations))}",
-                     _summary([s[method]["code_knn_accuracy"] for s in seeds], ".2f")])
+        rows.append(
+            [
+                LABELS[method],
+                _summary(test, ".4f"),
+                _summary([s[method]["train_mse"] for s in seeds], ".4f"),
+                _summary(ratio, ".3f"),
+                _summary([s[method]["fit_seconds"] for s in seeds], ".2f"),
+                "-" if iterations[0] is None else f"{int(np.median(iterations))}",
+                _summary([s[method]["code_knn_accuracy"] for s in seeds], ".2f"),
+            ]
+        )
     return rows
 
 
@@ -243,10 +297,12 @@ def _chosen_text(entry, config):
     kae, mlp = entry["chosen"]["kae"], entry["chosen"]["mlp"]
     best = {m: min(r["val_mse"] for r in entry["trials"][m]) for m in ("kae", "mlp")}
     spread = [r["val_mse"] for r in entry["trials"]["kae"]]
-    return (f"KAE gamma = ({kae['gamma_1']:g}, {kae['gamma_2']:g}), penalties = {kae['penalty']:g} "
-            f"(validation MSE {best['kae']:.4f}; the grid's {len(spread)} fits ranged {min(spread):.4f} to "
-            f"{max(spread):.4f}); MLP solver = {mlp['solver']}, alpha = {mlp['alpha']:g} (validation MSE "
-            f"{best['mlp']:.4f})")
+    return (
+        f"KAE gamma = ({kae['gamma_1']:g}, {kae['gamma_2']:g}), penalties = {kae['penalty']:g} "
+        f"(validation MSE {best['kae']:.4f}; the grid's {len(spread)} fits ranged {min(spread):.4f} to "
+        f"{max(spread):.4f}); MLP solver = {mlp['solver']}, alpha = {mlp['alpha']:g} (validation MSE "
+        f"{best['mlp']:.4f})"
+    )
 
 
 def table_toy(records):
@@ -257,22 +313,29 @@ def table_toy(records):
         f"Each seed draws {config['n_train']} training and {config['n_test']} test points (the seed also seeds "
         "every model), standardized with the training set's mean and standard deviation; all errors are in those "
         "units: MSE = mean over the test points of ||x - x_hat||^2. Cells: median [min, max] over "
-        f"{config['seeds']} seeds. Models: `rkm.KernelAutoencoder(hidden_layer_sizes=(1,), kernel=\"rbf\", "
+        f'{config["seeds"]} seeds. Models: `rkm.KernelAutoencoder(hidden_layer_sizes=(1,), kernel="rbf", '
         f"gamma=(gamma_1, gamma_2), lam=penalty, max_iter={config['max_iter']})` (defaults otherwise: "
         "L-BFGS on the hidden layer with the last layer solved by kernel ridge regression at every evaluation, "
         "adjoint gradient, tol 1e-7, seeded random start); PCA with one component (the optimal linear 2-1-2 "
         "autoencoder); "
-        f"`MLPRegressor(hidden_layer_sizes={MLP_HIDDEN}, activation=\"tanh\", max_iter={MLP_MAX_ITER}, tol=1e-7)` "
+        f'`MLPRegressor(hidden_layer_sizes={MLP_HIDDEN}, activation="tanh", max_iter={MLP_MAX_ITER}, tol=1e-7)` '
         "fitted X -> X. Hyperparameters were chosen once per set on seed 0's training set (its last "
         f"{config['n_val']} points validating fits on the other {config['n_train'] - config['n_val']}); the test "
-        f"sets played no part. KAE grid: {grid}; MLP grid: {mlp_grid}. \"Code 5-NN accuracy\": a 5-nearest-"
+        f'sets played no part. KAE grid: {grid}; MLP grid: {mlp_grid}. "Code 5-NN accuracy": a 5-nearest-'
         "neighbour classifier of the circle/cluster/moon label trained on the training codes and scored on the "
-        "test codes (1-D codes; how well the code keeps the groups apart, the property of Fig. 3(d)).")
+        "test codes (1-D codes; how well the code keeps the groups apart, the property of Fig. 3(d))."
+    )
     lines = [setting, ""]
     for name, entry in records["datasets"].items():
-        lines += [f"**{name}** ({entry['description']}); chosen: {_chosen_text(entry, config)}.", "",
-                  markdown_table(["model", "test MSE", "train MSE", "test MSE / PCA's", "fit (s)", "iterations",
-                                  "code 5-NN accuracy"], _method_rows(entry)), ""]
+        lines += [
+            f"**{name}** ({entry['description']}); chosen: {_chosen_text(entry, config)}.",
+            "",
+            markdown_table(
+                ["model", "test MSE", "train MSE", "test MSE / PCA's", "fit (s)", "iterations", "code 5-NN accuracy"],
+                _method_rows(entry),
+            ),
+            "",
+        ]
         if entry["plot"] is not None:
             lines += [_wide_text(entry["plot"]), ""]
     lines += [_reading(records["datasets"])]
@@ -281,10 +344,12 @@ def table_toy(records):
 
 def _wide_text(arrays):
     accuracy = arrays.get("kae2_code_knn_accuracy")
-    return ("A KAE with hidden_layer_sizes=(2,) (same gammas and lam, seed 0): test MSE "
-            f"{arrays['kae2_test_mse']:.4f}"
-            + ("" if accuracy is None else f", code 5-NN accuracy {accuracy:.2f}")
-            + " (its 2-D codes are the last panel of the figure).")
+    return (
+        "A KAE with hidden_layer_sizes=(2,) (same gammas and lam, seed 0): test MSE "
+        f"{arrays['kae2_test_mse']:.4f}"
+        + ("" if accuracy is None else f", code 5-NN accuracy {accuracy:.2f}")
+        + " (its 2-D codes are the last panel of the figure)."
+    )
 
 
 def _median(entry, method, key):
@@ -295,36 +360,48 @@ def _reading(datasets):
     """What the tables say about the paper's claims, with the numbers (the verdicts follow the numbers)."""
     ratio = {name: _median(e, "kae", "test_mse") / _median(e, "pca", "test_mse") for name, e in datasets.items()}
     better = [name for name, r in ratio.items() if r < 1.0]
-    against_mlp = ", ".join(f"{name} {_median(e, 'kae', 'test_mse'):.3f} against {_median(e, 'mlp', 'test_mse'):.3f}"
-                            for name, e in datasets.items())
+    against_mlp = ", ".join(
+        f"{name} {_median(e, 'kae', 'test_mse'):.3f} against {_median(e, 'mlp', 'test_mse'):.3f}"
+        for name, e in datasets.items()
+    )
 
     def worst(method):
-        return ", ".join(f"{name} {max(s[method]['test_mse'] / s['pca']['test_mse'] for s in e['seeds']):.2f}"
-                         for name, e in datasets.items())
+        return ", ".join(
+            f"{name} {max(s[method]['test_mse'] / s['pca']['test_mse'] for s in e['seeds']):.2f}"
+            for name, e in datasets.items()
+        )
 
-    codes = ", ".join(f"{name} {_median(e, 'kae', 'code_knn_accuracy'):.2f} (PCA "
-                      f"{_median(e, 'pca', 'code_knn_accuracy'):.2f}, MLP {_median(e, 'mlp', 'code_knn_accuracy'):.2f})"
-                      for name, e in datasets.items())
-    text = ("Reading. Section 5.1 says the 2-1-2 KAE learns a curved manifold much closer to the data than the linear "
-            "autoencoder's line: median test MSE of the KAE / PCA's: "
-            + ", ".join(f"{name} {r:.2f}" for name, r in ratio.items())
-            + f" (lower on {len(better)} of {len(ratio)} sets). The paper's \"standard AE\" returned a line (\"the "
-            "nonlinear activation functions did not help much\"); our MLP autoencoder bends, median test MSE of the "
-            f"KAE against the MLP's: {against_mlp}, but not on every seed: the worst seed's MSE / PCA's: MLP "
-            f"{worst('mlp')}; KAE {worst('kae')}. Fig. 3(d) shows 1-D codes that map each circle around its own "
-            f"value; here the codes' 5-NN accuracy (median) is {codes}, chance being 1/3 (1/2 for the moons).")
+    codes = ", ".join(
+        f"{name} {_median(e, 'kae', 'code_knn_accuracy'):.2f} (PCA "
+        f"{_median(e, 'pca', 'code_knn_accuracy'):.2f}, MLP {_median(e, 'mlp', 'code_knn_accuracy'):.2f})"
+        for name, e in datasets.items()
+    )
+    text = (
+        "Reading. Section 5.1 says the 2-1-2 KAE learns a curved manifold much closer to the data than the linear "
+        "autoencoder's line: median test MSE of the KAE / PCA's: "
+        + ", ".join(f"{name} {r:.2f}" for name, r in ratio.items())
+        + f' (lower on {len(better)} of {len(ratio)} sets). The paper\'s "standard AE" returned a line ("the '
+        'nonlinear activation functions did not help much"); our MLP autoencoder bends, median test MSE of the '
+        f"KAE against the MLP's: {against_mlp}, but not on every seed: the worst seed's MSE / PCA's: MLP "
+        f"{worst('mlp')}; KAE {worst('kae')}. Fig. 3(d) shows 1-D codes that map each circle around its own "
+        f"value; here the codes' 5-NN accuracy (median) is {codes}, chance being 1/3 (1/2 for the moons)."
+    )
     circles = datasets.get("circles")
     if circles is not None and _median(circles, "kae", "code_knn_accuracy") < 0.9:
-        text += (" On the circles the KAE's code does not keep the circles apart: it traces one curve through the "
-                 "data on which the circles share stretches (panels (d)-(e) of bench/figures/kae_circles.png).")
+        text += (
+            " On the circles the KAE's code does not keep the circles apart: it traces one curve through the "
+            "data on which the circles share stretches (panels (d)-(e) of bench/figures/kae_circles.png)."
+        )
     wide = None if circles is None or circles["plot"] is None else circles["plot"].get("kae2_code_knn_accuracy")
     if wide is not None:
-        text += (f" With a 2-D hidden layer (Fig. 3(f)) the codes' 5-NN accuracy on the circles is {wide:.2f} "
-                 "(panel (f)).")
+        text += (
+            f" With a 2-D hidden layer (Fig. 3(f)) the codes' 5-NN accuracy on the circles is {wide:.2f} (panel (f))."
+        )
     return text
 
 
 # ---------------------------------------------------------------------------------------------------- plots
+
 
 def _scatter(ax, X, y, title, size=6):
     X = np.asarray(X)
@@ -378,14 +455,23 @@ def plot_toy(records, directory=FIGURES):
             _reconstruction(ax, arrays, method, seed0[method]["test_mse"])
         k = 4
         if circles:
-            _codes(axes[k], arrays["kae_codes_early"], arrays["y_test"],
-                   f"(d) KAE 1-D codes after {EARLY_ITER} iterations")
+            _codes(
+                axes[k], arrays["kae_codes_early"], arrays["y_test"], f"(d) KAE 1-D codes after {EARLY_ITER} iterations"
+            )
             k += 1
-        _codes(axes[k], arrays["kae_codes"], arrays["y_test"],
-               "(e) KAE 1-D codes at the end" if circles else "KAE 1-D codes")
-        _scatter(axes[k + 1], arrays["kae2_codes"], arrays["y_test"],
-                 "(f) KAE 2-2-2: internal 2-D representation" if circles else "KAE 2-2-2: 2-D codes")
-        for ax in axes[k + 2:]:
+        _codes(
+            axes[k],
+            arrays["kae_codes"],
+            arrays["y_test"],
+            "(e) KAE 1-D codes at the end" if circles else "KAE 1-D codes",
+        )
+        _scatter(
+            axes[k + 1],
+            arrays["kae2_codes"],
+            arrays["y_test"],
+            "(f) KAE 2-2-2: internal 2-D representation" if circles else "KAE 2-2-2: 2-D codes",
+        )
+        for ax in axes[k + 2 :]:
             ax.axis("off")
         paths.append(save_figure(fig, directory / f"kae_{name}.png", dpi=80))
     return paths

@@ -44,8 +44,11 @@ PARTS = tuple(TITLES)
 
 
 def main():
-    parser = script_parser(__doc__, PARTS, quick="fewer initializations and iteration caps (Table 1), fewer points "
-                           "and a smaller grid (Table 2)")
+    parser = script_parser(
+        __doc__,
+        PARTS,
+        quick="fewer initializations and iteration caps (Table 1), fewer points and a smaller grid (Table 2)",
+    )
     parser.add_argument("--random-inits", type=int, help="Table 1 random initializations (default 5, quick 2)")
     parser.add_argument("--seed", type=int, default=0, help="Table 2 data seed offset")
     parser.add_argument("--output", default=str(RESULTS))
@@ -53,8 +56,11 @@ def main():
     args.random_inits = args.random_inits or (2 if args.quick else 5)
 
     cache = {}
-    parts = {"table1": lambda: part_table1(args), "table2": lambda: part_table2(args, cache),
-             "figures": lambda: part_figures(args, cache)}
+    parts = {
+        "table1": lambda: part_table1(args),
+        "table2": lambda: part_table2(args, cache),
+        "figures": lambda: part_figures(args, cache),
+    }
     with core_threads(args.n_threads):
         for name in args.part:
             began, load = time.perf_counter(), load_average()
@@ -66,8 +72,9 @@ def main():
                 f"took {seconds:.0f} s; 1-minute load average {load:.1f} at its start, {load_average():.1f} at "
                 "its end (other processes share the cores)."
             )
-            write_subsection(args.output, HEADING, INTRODUCTION, list(TITLES.values()), TITLES[name],
-                             header + "\n\n" + text)
+            write_subsection(
+                args.output, HEADING, INTRODUCTION, list(TITLES.values()), TITLES[name], header + "\n\n" + text
+            )
             log(f'wrote "{TITLES[name][4:]}" to {args.output} ({seconds:.0f} s)')
 
 

@@ -144,8 +144,10 @@ def methods_case(threads, seeds, max_iter):
             with blas_threads(1):
                 result = minimize(core, H0, method, tol=TABLE1_TOL, max_iter=max_iter, options=options)
             runs[method].append(result)
-            log(f"methods: {method} seed {seed}: {result.status}, f {result.fun:.8f}, grad {result.grad_norm:.1e}, "
-                f"{result.nit} its, {result.nfev} calls, {result.time:.3f} s")
+            log(
+                f"methods: {method} seed {seed}: {result.status}, f {result.fun:.8f}, grad {result.grad_norm:.1e}, "
+                f"{result.nit} its, {result.nfev} calls, {result.time:.3f} s"
+            )
     return runs
 
 
@@ -171,11 +173,21 @@ def _objective_section(sizes, threads, rounds):
     rows = []
     for n in sizes:
         m, f_error, g_error = objective_case(n, threads, rounds)
-        log(f"objective N={n}: core {m['core'] * 1e3:.2f} ms (BLAS 1 thread: {m['core_blas1'] * 1e3:.2f} ms), "
-            f"reference {m['reference'] * 1e3:.1f} ms")
-        rows.append([str(n), f"{m['core'] * 1e3:.2f}", f"{m['core_blas1'] * 1e3:.2f}", f"{m['reference'] * 1e3:.1f}",
-                     _verdict(m["reference"] / m["core"]), _verdict(m["reference"] / m["core_blas1"]),
-                     f"{f_error:.1e} / {g_error:.1e}"])
+        log(
+            f"objective N={n}: core {m['core'] * 1e3:.2f} ms (BLAS 1 thread: {m['core_blas1'] * 1e3:.2f} ms), "
+            f"reference {m['reference'] * 1e3:.1f} ms"
+        )
+        rows.append(
+            [
+                str(n),
+                f"{m['core'] * 1e3:.2f}",
+                f"{m['core_blas1'] * 1e3:.2f}",
+                f"{m['reference'] * 1e3:.1f}",
+                _verdict(m["reference"] / m["core"]),
+                _verdict(m["reference"] / m["core_blas1"]),
+                f"{f_error:.1e} / {g_error:.1e}",
+            ]
+        )
     return (
         f"Objective and gradient (eq. 7, two RBF levels, gamma = {TABLE1_GAMMA:g}, s = {TABLE1_SIZES}, eta = 1, "
         "uncentred; K1 from the first N digits of `load_mnist_subset`, H = `rkm.stiefel.random_point(N, 15, "
@@ -185,8 +197,18 @@ def _objective_section(sizes, threads, rounds):
         f"with the BLAS at {threads} threads (a default setup) and at 1 thread (the core calls BLAS products "
         "inside its OpenMP loops over row bands, where a multi-threaded BLAS nests). Target: the core at least "
         f"{SPEEDUP_TARGET:g}x faster.\n\n"
-        + markdown_table(["N", "core (ms)", "core, BLAS 1 thread (ms)", "reference (ms)", "speed-up",
-                          "speed-up, BLAS 1 thread", "rel. difference f / G"], rows)
+        + markdown_table(
+            [
+                "N",
+                "core (ms)",
+                "core, BLAS 1 thread (ms)",
+                "reference (ms)",
+                "speed-up",
+                "speed-up, BLAS 1 thread",
+                "rel. difference f / G",
+            ],
+            rows,
+        )
     )
 
 
@@ -196,8 +218,16 @@ def _pg_row(label, out, key, capped_to=None):
     total = f"{seconds:.2f}"
     if capped_to:
         total += f" (at {per * 1e3:.1f} ms per iteration, {capped_to} iterations: {per * capped_to:.1f})"
-    return [label, r["status"], str(r["nit"]), str(r["nfev"]), f"{r['fun']:.8f}", f"{r['grad_norm']:.1e}", total,
-            f"{per * 1e3:.2f}"], per
+    return [
+        label,
+        r["status"],
+        str(r["nit"]),
+        str(r["nfev"]),
+        f"{r['fun']:.8f}",
+        f"{r['grad_norm']:.1e}",
+        total,
+        f"{per * 1e3:.2f}",
+    ], per
 
 
 def _pg_section(threads, reference_iterations):
@@ -205,29 +235,51 @@ def _pg_section(threads, reference_iterations):
     nit = out["core"]["nit"]
     capped = out["reference"]["nit"] < nit
     rows, per = [], {}
-    for label, key in ((f"core engine + core objective, BLAS {threads} threads", "core"),
-                       ("core engine + core objective, BLAS 1 thread", "core_blas1"),
-                       ("reference engine + reference objective", "reference")):
+    for label, key in (
+        (f"core engine + core objective, BLAS {threads} threads", "core"),
+        ("core engine + core objective, BLAS 1 thread", "core_blas1"),
+        ("reference engine + reference objective", "reference"),
+    ):
         row, per[key] = _pg_row(label, out, key, nit if (key == "reference" and capped) else None)
         rows.append(row)
     total_ref = per["reference"] * nit if capped else out["reference_seconds"]
     for row, key in zip(rows, ("core", "core_blas1")):
-        row.append(f"{_verdict(per['reference'] / per[key])} per iteration, "
-                   f"{_verdict(total_ref / out[key + '_seconds'])} in total")
+        row.append(
+            f"{_verdict(per['reference'] / per[key])} per iteration, "
+            f"{_verdict(total_ref / out[key + '_seconds'])} in total"
+        )
     rows[2].append("")
-    log(f"pg: core {nit} its {out['core_seconds']:.2f} s (BLAS 1: {out['core_blas1_seconds']:.2f} s); reference "
-        f"{out['reference']['nit']} its {out['reference_seconds']:.2f} s")
-    cap_text = (f" The reference was stopped after {reference_iterations} iterations; its total is extrapolated "
-                "at its time per iteration." if capped else "")
+    log(
+        f"pg: core {nit} its {out['core_seconds']:.2f} s (BLAS 1: {out['core_blas1_seconds']:.2f} s); reference "
+        f"{out['reference']['nit']} its {out['reference_seconds']:.2f} s"
+    )
+    cap_text = (
+        f" The reference was stopped after {reference_iterations} iterations; its total is extrapolated "
+        "at its time per iteration."
+        if capped
+        else ""
+    )
     return (
-        "Projected gradient (`method=\"pg\"`, default options, stop at grad_norm ≤ 5e-8) on the Table 1 problem "
+        'Projected gradient (`method="pg"`, default options, stop at grad_norm ≤ 5e-8) on the Table 1 problem '
         "(N = 1000) from `random_point(1000, 15, random_state=0)`: `rkm._core.stiefel_minimize` with the core "
         "objective (the whole solve in C++) against `rkm.reference.stiefel.stiefel_minimize` with the reference "
         "objective. Same iterates: the objective histories agree to "
         f"{out['iterate_difference']:.1e} (relative) over the {out['shared']} recorded values both have."
         f"{cap_text}\n\n"
-        + markdown_table(["solve", "status", "iterations", "calls", "final f", "grad_norm", "seconds",
-                          "ms / iteration", "speed-up vs reference"], rows)
+        + markdown_table(
+            [
+                "solve",
+                "status",
+                "iterations",
+                "calls",
+                "final f",
+                "grad_norm",
+                "seconds",
+                "ms / iteration",
+                "speed-up vs reference",
+            ],
+            rows,
+        )
     )
 
 
@@ -239,14 +291,20 @@ def _methods_section(threads, seeds, max_iter):
         times = [r.time for r in results]
         median = float(np.median(times))
         label = method + (f" (lr {ADAM_LR:g})" if method == "cayley_adam" else "")
-        rows.append([
-            label, f"{sum(r.success for r in results)}/{len(results)}", f"{np.median([r.nit for r in results]):.0f}",
-            f"{np.median([r.nfev for r in results]):.0f}", f"{median:.2f}", f"{min(times):.2f}–{max(times):.2f}",
-            f"{pg_time / median:.2f}x",
-            *(_median_time_to(results, t) for t in THRESHOLDS),
-            f"{min(r.grad_norm for r in results):.1e}–{max(r.grad_norm for r in results):.1e}",
-            f"{min(r.fun for r in results):.8f} … {max(r.fun for r in results):.8f}",
-        ])
+        rows.append(
+            [
+                label,
+                f"{sum(r.success for r in results)}/{len(results)}",
+                f"{np.median([r.nit for r in results]):.0f}",
+                f"{np.median([r.nfev for r in results]):.0f}",
+                f"{median:.2f}",
+                f"{min(times):.2f}–{max(times):.2f}",
+                f"{pg_time / median:.2f}x",
+                *(_median_time_to(results, t) for t in THRESHOLDS),
+                f"{min(r.grad_norm for r in results):.1e}–{max(r.grad_norm for r in results):.1e}",
+                f"{min(r.fun for r in results):.8f} … {max(r.fun for r in results):.8f}",
+            ]
+        )
     return (
         f"Time to grad_norm ≤ 5e-8 on the Table 1 problem (core objective, {threads} OpenMP threads, BLAS 1 "
         "thread; solver time `StiefelResult.time`) from `random_point(1000, 15, random_state=s)`, s = "
@@ -255,18 +313,24 @@ def _methods_section(threads, seeds, max_iter):
         "grad_norm first fell below each threshold (prorated by iterations; median over the starts that got "
         "there). Target: the stronger "
         "method (pg_anderson, cayley_bb) faster than PG.\n\n"
-        + markdown_table(["method", "converged", "iterations", "calls", "median s", "range s", "vs PG"]
-                         + [f"s to {t:g}" for t in THRESHOLDS] + ["final grad_norm", "final f (min … max)"], rows)
+        + markdown_table(
+            ["method", "converged", "iterations", "calls", "median s", "range s", "vs PG"]
+            + [f"s to {t:g}" for t in THRESHOLDS]
+            + ["final grad_norm", "final f (min … max)"],
+            rows,
+        )
     )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--quick", action="store_true",
-                        help="N = 1000 and 2000, 2 rounds, the reference PG capped, 2 starts per method")
-    parser.add_argument("--reference-iterations", type=int,
-                        help="cap on the reference PG solve (default: none; quick 30)")
+    parser.add_argument(
+        "--quick", action="store_true", help="N = 1000 and 2000, 2 rounds, the reference PG capped, 2 starts per method"
+    )
+    parser.add_argument(
+        "--reference-iterations", type=int, help="cap on the reference PG solve (default: none; quick 30)"
+    )
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     require_core()
@@ -284,10 +348,13 @@ def main():
             _methods_section(args.threads, list(seeds), METHOD_MAX_ITER["quick" if args.quick else "full"]),
         ]
     seconds = time.perf_counter() - began
-    note = (f" The run took {seconds:.0f} s; 1-minute load average {load:.1f} at its start, {load_average():.1f} at "
-            "its end (other processes share the cores).")
-    write_script_section(args.output, HEADING, "bench/constr_drkm_perf.py", args.threads, "\n\n".join(parts), note,
-                         seconds)
+    note = (
+        f" The run took {seconds:.0f} s; 1-minute load average {load:.1f} at its start, {load_average():.1f} at "
+        "its end (other processes share the cores)."
+    )
+    write_script_section(
+        args.output, HEADING, "bench/constr_drkm_perf.py", args.threads, "\n\n".join(parts), note, seconds
+    )
 
 
 if __name__ == "__main__":

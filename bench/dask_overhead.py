@@ -91,7 +91,9 @@ def main(argv=None):
             difference = max_relative_difference(model.eigenvalues_, base.eigenvalues_)
             assert difference < EIGENVALUE_RTOL, f"Dask fit eigenvalues differ by {difference:.1e} (relative)"
             setup = f"{n_workers} worker{'s' if n_workers > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}"
-            rows.append((method, X.shape[0], f"Dask, {setup}", str(chunk_rows), elapsed, elapsed / base_time, difference))
+            rows.append(
+                (method, X.shape[0], f"Dask, {setup}", str(chunk_rows), elapsed, elapsed / base_time, difference)
+            )
             print(rows[-1], flush=True)
 
     lines = [
@@ -105,8 +107,10 @@ def main(argv=None):
         "",
         markdown_table(
             ["method", "N", "run", "chunk rows", "fit s", "vs in memory", "max rel. eigenvalue difference"],
-            [[method, str(n), name, chunks, f"{elapsed:.2f}", f"{ratio:.2f}x", f"{difference:.1e}"]
-             for method, n, name, chunks, elapsed, ratio, difference in rows],
+            [
+                [method, str(n), name, chunks, f"{elapsed:.2f}", f"{ratio:.2f}x", f"{difference:.1e}"]
+                for method, n, name, chunks, elapsed, ratio, difference in rows
+            ],
         ),
     ]
     write_section(args.output, HEADING, "\n".join(lines))

@@ -71,10 +71,14 @@ def objective_case(n, M, threads, rounds):
     f_ref, g_ref, _ = reference.deep_reduced_set_objective(theta, K1, G1, Y, *args, n_threads=threads)
     gradient_error = np.abs(g_core - g_ref).max() / np.abs(g_ref).max()
     with blas_threads(threads):
-        medians = interleaved_medians({
-            "core": lambda: core(theta),
-            "reference": lambda: reference.deep_reduced_set_objective(theta, K1, G1, Y, *args, n_threads=threads),
-        }, rounds, calls={"core": 10})
+        medians = interleaved_medians(
+            {
+                "core": lambda: core(theta),
+                "reference": lambda: reference.deep_reduced_set_objective(theta, K1, G1, Y, *args, n_threads=threads),
+            },
+            rounds,
+            calls={"core": 10},
+        )
     return medians, abs(f_core - f_ref) / abs(f_ref), gradient_error
 
 
@@ -104,12 +108,24 @@ def main():
     for n in sizes:
         medians, f_error, g_error = objective_case(n, 200, threads, rounds)
         ratio = medians["reference"] / medians["core"]
-        print(f"objective N={n}: core {medians['core'] * 1e3:.1f} ms, reference {medians['reference'] * 1e3:.1f} ms, "
-              f"{ratio:.1f}x", flush=True)
-        rows.append([f"{n}", "200", f"{medians['core'] * 1e3:.1f}", f"{medians['reference'] * 1e3:.1f}",
-                     f"**{ratio:.1f}x**", f"{f_error:.1e} / {g_error:.1e}"])
+        print(
+            f"objective N={n}: core {medians['core'] * 1e3:.1f} ms, reference {medians['reference'] * 1e3:.1f} ms, "
+            f"{ratio:.1f}x",
+            flush=True,
+        )
+        rows.append(
+            [
+                f"{n}",
+                "200",
+                f"{medians['core'] * 1e3:.1f}",
+                f"{medians['reference'] * 1e3:.1f}",
+                f"**{ratio:.1f}x**",
+                f"{f_error:.1e} / {g_error:.1e}",
+            ]
+        )
     objective_table = markdown_table(
-        ["N", "M", "core (ms)", "reference (ms)", "speed-up", "rel. difference f / grad"], rows)
+        ["N", "M", "core (ms)", "reference (ms)", "speed-up", "rel. difference f / grad"], rows
+    )
 
     n_fit = 1000 if args.quick else 5000
     fit_medians = levelwise_case(n_fit, threads, 1 if args.quick else 3)
@@ -119,20 +135,22 @@ def main():
         print("levelwise", *row, flush=True)
     fit_table = markdown_table([f"fit (N = {n_fit})", "seconds", "vs one LS-SVM fit"], fit_rows)
 
-    section = "\n\n".join([
-        HEADING,
-        provenance("bench/deep_perf.py", threads),
-        "M1 objective and gradient (eq. 5.3; rbf in all levels, d = 16, (s1, s2) = (5, 2), p = 1, variant a "
-        "with c_stab = 10, c0 = 0.1), the core's `DeepReducedSetObjective` (data copied once per fit, as in "
-        f"L-BFGS) against `rkm.reference.deep_reduced_set_objective`; medians of {rounds} interleaved rounds (the core "
-        "timed over 10 consecutive calls per round). "
-        "Target: at least 10x at N = 5000, M = 200.",
-        objective_table,
-        "Level-wise deep fit (eq. 4.18, 3 forward-backward passes, 1/eta2 = 1/eta3 = 1e5) against one LS-SVM "
-        "fit (`LSSVMRegressor`, Cholesky) on the same data, end to end (kernel matrix included); medians of "
-        "interleaved rounds. Target: at most 3x.",
-        fit_table,
-    ])
+    section = "\n\n".join(
+        [
+            HEADING,
+            provenance("bench/deep_perf.py", threads),
+            "M1 objective and gradient (eq. 5.3; rbf in all levels, d = 16, (s1, s2) = (5, 2), p = 1, variant a "
+            "with c_stab = 10, c0 = 0.1), the core's `DeepReducedSetObjective` (data copied once per fit, as in "
+            f"L-BFGS) against `rkm.reference.deep_reduced_set_objective`; medians of {rounds} interleaved rounds (the core "
+            "timed over 10 consecutive calls per round). "
+            "Target: at least 10x at N = 5000, M = 200.",
+            objective_table,
+            "Level-wise deep fit (eq. 4.18, 3 forward-backward passes, 1/eta2 = 1/eta3 = 1e5) against one LS-SVM "
+            "fit (`LSSVMRegressor`, Cholesky) on the same data, end to end (kernel matrix included); medians of "
+            "interleaved rounds. Target: at most 3x.",
+            fit_table,
+        ]
+    )
     if not args.quick:
         write_section(RESULTS, HEADING, section)
     else:

@@ -127,13 +127,30 @@ def digits_factories(n_threads):
     import rkm
 
     def basic(sigma2, lam):
-        return rkm.LSSVMClassifier(kernel="rbf", gamma=1.0 / sigma2, lam=lam, eta=1.0, coding="one_vs_all",
-                                   solver="cholesky", n_threads=n_threads)
+        return rkm.LSSVMClassifier(
+            kernel="rbf",
+            gamma=1.0 / sigma2,
+            lam=lam,
+            eta=1.0,
+            coding="one_vs_all",
+            solver="cholesky",
+            n_threads=n_threads,
+        )
 
     def deep(sigma2, lam, inv_eta, s2, n_passes=DIGITS_PASSES):
-        return rkm.DeepRKM(architecture="lssvm_kpca_kpca", n_components=(s2, 1), kernel="rbf", gamma=1.0 / sigma2,
-                           lam=lam, eta=(1.0, 1.0 / inv_eta, 1.0 / inv_eta), n_passes=n_passes,
-                           solver="levelwise", task="classification", coding="one_vs_all", n_threads=n_threads)
+        return rkm.DeepRKM(
+            architecture="lssvm_kpca_kpca",
+            n_components=(s2, 1),
+            kernel="rbf",
+            gamma=1.0 / sigma2,
+            lam=lam,
+            eta=(1.0, 1.0 / inv_eta, 1.0 / inv_eta),
+            n_passes=n_passes,
+            solver="levelwise",
+            task="classification",
+            coding="one_vs_all",
+            n_threads=n_threads,
+        )
 
     return basic, deep
 
@@ -143,8 +160,9 @@ def digits_select(factory, grid, split):
     codes): (point, validation error %, test error %)."""
     evaluations = {"val": split["val"], "test": split["test"]}
     with quiet_convergence():
-        params, scores = grid_scores(factory, grid, *split["train"], evaluations,
-                                     {"error": error_rate, "mse": coded_mse})
+        params, scores = grid_scores(
+            factory, grid, *split["train"], evaluations, {"error": error_rate, "mse": coded_mse}
+        )
     best = int(select(scores["val"], ["error", "mse"]))
     return params[best], 100 * scores["val"]["error"][best], 100 * scores["test"]["error"][best]
 
@@ -203,7 +221,7 @@ def part_digits(args, log):
         )
     grids = "; ".join(f"{key}: {format_grid(g)}" for key, g in DIGITS_GRIDS.items())
     return (
-        'Basic LS-SVM classifier (`rkm.LSSVMClassifier`, RBF exp(-d^2 / sigma^2), eta = 1, one output per '
+        "Basic LS-SVM classifier (`rkm.LSSVMClassifier`, RBF exp(-d^2 / sigma^2), eta = 1, one output per "
         'class, one-vs-all +-1 codes, solver="cholesky") against the deep RKM '
         '(`rkm.DeepRKM(architecture="lssvm_kpca_kpca", task="classification")`: the same LS-SVM as level 1, '
         f"linear kernel PCA levels 2-3 with s3 = 1, eta1 = 1, eta2 = eta3, {DIGITS_PASSES} forward-backward "
@@ -325,7 +343,7 @@ def part_figure4(args, log):
         "tuning: (s1, s2) = (3, 3), nh = (3, 3, 3), lambda3 = 1e-3, c0 = 0.1, eta = 1) with c_stab = 1, 10 "
         "and 100 (blue, red, magenta), and of M2,c (the level-3 objective J3 alone, black), all from the same "
         f"initialization (random_state = {args.figure_seed}) on the seeded split of the Table 1 part (seed "
-        f"{args.seed}). The paper plots \"the objective (logarithmic scale)\", but the stabilized objective "
+        f'{args.seed}). The paper plots "the objective (logarithmic scale)", but the stabilized objective '
         "can be negative (its KPCA terms g(J) = J + (c/2) J^2 reach -1/(2c), and -c0 (Tr Lambda1 + Tr "
         "Lambda2) has no lower bound): the left panel draws the objective itself on a symmetric log axis "
         "(matplotlib's symlog, linear within ±1), the right panel each curve's distance to its own last "
@@ -340,8 +358,12 @@ def part_figure4(args, log):
 
 
 def main():
-    parser = script_parser(__doc__, PARTS, option="--only",
-                           quick="fewer realizations, initializations and splits, coarser grids, smaller MNIST")
+    parser = script_parser(
+        __doc__,
+        PARTS,
+        option="--only",
+        quick="fewer realizations, initializations and splits, coarser grids, smaller MNIST",
+    )
     parser.add_argument("--realizations", type=int, help="Table 2 noise realizations (default 20, quick 4)")
     parser.add_argument("--max-inits", type=int, help="cap on Table 1 initializations (default: the paper's)")
     parser.add_argument("--extra-splits", type=int, help="Table 1 robustness splits (default 4, quick 1)")
@@ -362,8 +384,9 @@ def main():
             section = parts[name](args, log)
             seconds = time.perf_counter() - began
             note = f" Grid fits in {args.jobs} worker processes with 1 thread each; this part took {seconds:.0f} s."
-            write_script_section(args.output, HEADINGS[name], "bench/deep_rkm.py", args.n_threads, section, note,
-                                 seconds)
+            write_script_section(
+                args.output, HEADINGS[name], "bench/deep_rkm.py", args.n_threads, section, note, seconds
+            )
 
 
 if __name__ == "__main__":

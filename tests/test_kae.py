@@ -31,7 +31,7 @@ def _relative(a, b):
 def _random_coefficients(model, X, seed=3, scale=0.3):
     setup = model._configuration(X)
     rng = np.random.default_rng(seed)
-    return [scale * rng.standard_normal((setup.X.shape[0], d)) for d in setup.sizes[1:1 + setup.n_optimized]]
+    return [scale * rng.standard_normal((setup.X.shape[0], d)) for d in setup.sizes[1 : 1 + setup.n_optimized]]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -39,20 +39,38 @@ def _random_coefficients(model, X, seed=3, scale=0.3):
 # --------------------------------------------------------------------------------------------------------------
 
 _MODELS = {
-    "kae_rbf_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], lam=[1e-2, 2e-2, 3e-2],
-                                             last_layer="gradient"), False),
-    "kae_mixed_A": (lambda: KernelAutoencoder(
-        (3,), kernel=["poly", "rbf"], gamma=[0.3, 0.5], degree=2, lam=1e-2, last_layer="gradient",
-        operators=[np.diag([1.0, 0.5, 0.0]), np.array([[2.0, 1.0], [1.0, 1.0]])]), False),
-    "kae_linear_L4": (lambda: KernelAutoencoder((3, 1, 2), kernel="linear", lam=[0.1, 0.0, 1e-3, 1e-2],
-                                                last_layer="gradient"), False),
-    "kae_ridge_L3": (lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], lam=[1e-2, 2e-2, 3e-2],
-                                               operators=[np.diag([1.0, 0.5, 0.2]), None, None]), False),
-    "kae_ridge_poly_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["rbf", "poly"], gamma=[0.5, 0.3],
-                                                            degree=2, lam=[1e-2, 0.0]), False),
+    "kae_rbf_L3": (
+        lambda: KernelAutoencoder((3, 2), gamma=[0.5, 0.4, 0.3], lam=[1e-2, 2e-2, 3e-2], last_layer="gradient"),
+        False,
+    ),
+    "kae_mixed_A": (
+        lambda: KernelAutoencoder(
+            (3,),
+            kernel=["poly", "rbf"],
+            gamma=[0.3, 0.5],
+            degree=2,
+            lam=1e-2,
+            last_layer="gradient",
+            operators=[np.diag([1.0, 0.5, 0.0]), np.array([[2.0, 1.0], [1.0, 1.0]])],
+        ),
+        False,
+    ),
+    "kae_linear_L4": (
+        lambda: KernelAutoencoder((3, 1, 2), kernel="linear", lam=[0.1, 0.0, 1e-3, 1e-2], last_layer="gradient"),
+        False,
+    ),
+    "kae_ridge_L3": (
+        lambda: KernelAutoencoder(
+            (3, 2), gamma=[0.5, 0.4, 0.3], lam=[1e-2, 2e-2, 3e-2], operators=[np.diag([1.0, 0.5, 0.2]), None, None]
+        ),
+        False,
+    ),
+    "kae_ridge_poly_no_penalty": (
+        lambda: KernelAutoencoder((2,), kernel=["rbf", "poly"], gamma=[0.5, 0.3], degree=2, lam=[1e-2, 0.0]),
+        False,
+    ),
     "k2ae_L3": (lambda: KernelAutoencoder((3, 2), kernel="precomputed", gamma=[None, 0.5, 0.7], lam=1e-2), True),
-    "k2ae_linear_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["precomputed", "linear"], lam=0.0),
-                               True),
+    "k2ae_linear_no_penalty": (lambda: KernelAutoencoder((2,), kernel=["precomputed", "linear"], lam=0.0), True),
 }
 
 
@@ -98,9 +116,15 @@ def test_estimator_loss_is_the_reference_loss(name):
     coefficients = _random_coefficients(model, X)
     setup = model._configuration(X)
     kernels = setup.specs[1:] if setup.solved else setup.specs
-    loss, grads, _ = reference.kae_loss_and_grad(setup.core_input, coefficients, kernels,
-                                                 setup.operators[:setup.n_optimized], setup.lam, setup.solved,
-                                                 output_gram=setup.output_gram)
+    loss, grads, _ = reference.kae_loss_and_grad(
+        setup.core_input,
+        coefficients,
+        kernels,
+        setup.operators[: setup.n_optimized],
+        setup.lam,
+        setup.solved,
+        output_gram=setup.output_gram,
+    )
     loss_model, grads_model = model.loss_and_grad(X, coefficients)
     assert loss_model == pytest.approx(loss, rel=1e-10)
     for a, b in zip(grads_model, grads):
@@ -111,14 +135,22 @@ def test_estimator_loss_is_the_reference_loss(name):
 # fitting
 # --------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("solver,step,update", [
-    ("lbfgs", "armijo", "joint"), ("gd", "armijo", "joint"), ("gd", "bb", "joint"),
-    ("lbfgs", "armijo", "layerwise"), ("gd", "armijo", "layerwise"),
-])
+
+@pytest.mark.parametrize(
+    "solver,step,update",
+    [
+        ("lbfgs", "armijo", "joint"),
+        ("gd", "armijo", "joint"),
+        ("gd", "bb", "joint"),
+        ("lbfgs", "armijo", "layerwise"),
+        ("gd", "armijo", "layerwise"),
+    ],
+)
 def test_every_optimizer_decreases_the_loss(solver, step, update):
     X, _ = _circles(60)
-    model = KernelAutoencoder((2,), gamma=[1.0, 1.0], lam=1e-2, solver=solver, step=step, update=update,
-                              max_iter=40, random_state=0)
+    model = KernelAutoencoder(
+        (2,), gamma=[1.0, 1.0], lam=1e-2, solver=solver, step=step, update=update, max_iter=40, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X)
@@ -175,8 +207,7 @@ def test_code_layer_selects_the_representation():
 def test_k2ae_test_distortion_from_gram_blocks():
     K, Z = _gram(70)
     train, test = np.arange(50), np.arange(50, 70)
-    model = KernelAutoencoder((3,), kernel="precomputed", gamma=[None, 0.5], lam=1e-3, max_iter=50,
-                              random_state=0)
+    model = KernelAutoencoder((3,), kernel="precomputed", gamma=[None, 0.5], lam=1e-3, max_iter=50, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(K[np.ix_(train, train)])
@@ -189,10 +220,12 @@ def test_k2ae_test_distortion_from_gram_blocks():
     k_L = kernel_matrix(codes, model.representations_[-1], kernel="rbf", gamma=0.5)
     weights = k_L @ model.ridge_inverse_
     K_train = K[np.ix_(train, train)]
-    expected = np.diag(K)[test] - 2 * np.einsum("ij,ij->i", weights, block) \
-        + np.einsum("ij,ij->i", weights @ K_train, weights)
-    np.testing.assert_allclose(model.reconstruction_error(block, np.diag(K)[test]), expected,
-                               atol=1e-10 * np.abs(expected).max())
+    expected = (
+        np.diag(K)[test] - 2 * np.einsum("ij,ij->i", weights, block) + np.einsum("ij,ij->i", weights @ K_train, weights)
+    )
+    np.testing.assert_allclose(
+        model.reconstruction_error(block, np.diag(K)[test]), expected, atol=1e-10 * np.abs(expected).max()
+    )
     assert model.score(block, diag=np.diag(K)[test]) == pytest.approx(-expected.mean(), rel=1e-10)
 
 
@@ -205,8 +238,9 @@ def test_linear_k2ae_without_penalty_recovers_the_kernel_pca_subspace():
     rng = np.random.default_rng(1)
     F = rng.standard_normal((40, 5)) * np.array([3.0, 2.0, 1.0, 0.7, 0.5])
     K = F @ F.T
-    model = KernelAutoencoder((2,), kernel=["precomputed", "linear"], lam=0.0, max_iter=3000, tol=1e-15,
-                              random_state=0).fit(K)
+    model = KernelAutoencoder(
+        (2,), kernel=["precomputed", "linear"], lam=0.0, max_iter=3000, tol=1e-15, random_state=0
+    ).fit(K)
     codes = model.transform(K)
     kpca = KernelPCA(n_components=2, kernel="precomputed", center=False).fit(K)
     Q_codes = np.linalg.qr(codes)[0]
@@ -220,8 +254,7 @@ def test_k2ae_on_a_linear_gram_matches_the_kae_loss():
     # layer is the optimal ridge regression (the same objective once Phi_L is minimized out).
     X, _ = _circles(30)
     k2ae = KernelAutoencoder((2,), kernel=["precomputed", "rbf"], gamma=[None, 0.7], lam=[1e-3, 1e-2])
-    kae = KernelAutoencoder((2,), kernel=["linear", "rbf"], gamma=[None, 0.7], lam=[1e-3, 1e-2],
-                            last_layer="gradient")
+    kae = KernelAutoencoder((2,), kernel=["linear", "rbf"], gamma=[None, 0.7], lam=[1e-3, 1e-2], last_layer="gradient")
     Phi_1 = _random_coefficients(kae, X)[0]
     codes = X @ X.T @ Phi_1
     K_2 = kernel_matrix(codes, kernel="rbf", gamma=0.7)
@@ -247,8 +280,16 @@ def test_diverging_optimizer_warns_and_keeps_the_best_iterate():
     # A degree-25 polynomial layer on codes of size ~1e3 overflows at L-BFGS's first trial step.
     X, _ = _circles(30)
     X = X * 40.0
-    model = KernelAutoencoder((2,), kernel=["linear", "poly"], gamma=[None, 1000.0], degree=25, lam=0.0,
-                              last_layer="gradient", max_iter=50, random_state=0)
+    model = KernelAutoencoder(
+        (2,),
+        kernel=["linear", "poly"],
+        gamma=[None, 1000.0],
+        degree=25,
+        lam=0.0,
+        last_layer="gradient",
+        max_iter=50,
+        random_state=0,
+    )
     with pytest.warns(ConvergenceWarning, match="diverged"):
         model.fit(X)
     assert np.all(np.isfinite(model.transform(X)))
@@ -259,52 +300,58 @@ def test_diverging_optimizer_warns_and_keeps_the_best_iterate():
 # bad input
 # --------------------------------------------------------------------------------------------------------------
 
+
 def _invalid(name):
     """The start of scikit-learn's InvalidParameterError message for parameter `name`."""
     return rf"The '{name}' parameter of KernelAutoencoder must be"
 
 
-@pytest.mark.parametrize("params,message", [
-    ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
-    ({"hidden_layer_sizes": (2, -1)}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
-    ({"hidden_layer_sizes": ()}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
-    ({"hidden_layer_sizes": 2}, _invalid("hidden_layer_sizes")),
-    ({"lam": -1.0}, _invalid("lam")),
-    ({"lam": [1e-3, -1.0]}, "lam: must be a non-negative finite number"),
-    ({"lam": [1e-3, 1e-3, 1e-3]}, "lam: must be one value or 2 values"),
-    ({"gradient": "backprop"}, _invalid("gradient")),
-    ({"solver": "adam"}, _invalid("solver")),
-    ({"step": "fixed"}, _invalid("step")),
-    ({"update": "random"}, _invalid("update")),
-    ({"init": "zeros"}, _invalid("init")),
-    ({"max_iter": 0}, _invalid("max_iter")),
-    ({"max_iter": None}, _invalid("max_iter")),
-    ({"tol": -1.0}, _invalid("tol")),
-    ({"n_iter_no_change": 0}, _invalid("n_iter_no_change")),
-    ({"kernel": "laplacian"}, _invalid("kernel")),
-    ({"kernel": ["rbf", "laplacian"]},
-     rf"kernel: must be one of {', '.join(names_with('layer_derivatives'))}, got 'laplacian' \(layer 2\)"),
-    ({"kernel": ["rbf", "precomputed"]}, "kernel: only the first layer can be 'precomputed'"),
-    ({"gamma": -1.0}, "gamma: must be a positive finite number"),
-    ({"gamma": "0.5"}, _invalid("gamma")),
-    ({"kernel": "poly", "degree": 2.5}, "degree: must be a non-negative integer for a poly layer"),
-    ({"kernel": "poly", "degree": [2, -1]}, r"degree: must be a non-negative number, got -1 \(layer 2\)"),
-    ({"degree": -1}, _invalid("degree")),
-    ({"kernel": "poly", "coef0": [1.0, 2.0, 3.0]}, "coef0: must be one value or 2 values"),
-    ({"operators": [np.array([[1.0, 2.0], [2.0, 1.0]]), None]}, "operators: entry 0 must be positive semidefinite"),
-    ({"operators": [np.eye(2)]}, "operators: must be None or a list of 2 arrays"),
-    ({"operators": [np.eye(3), None]}, r"operators: entry 0 must be a real \(2, 2\) array"),
-    ({"operators": [np.array([[1.0, 0.5], [0.0, 1.0]]), None]}, "operators: entry 0 must be symmetric"),
-    ({"operators": np.eye(2)}, _invalid("operators")),
-    ({"code_layer": 2}, "code_layer: must be a hidden layer, 1..1"),
-    ({"code_layer": 0}, _invalid("code_layer")),
-    ({"last_layer": "fixed"}, _invalid("last_layer")),
-    ({"n_threads": 0}, _invalid("n_threads")),
-    ({"verbose": -1}, _invalid("verbose")),
-    ({"random_state": "seed"}, _invalid("random_state")),
-    ({"operators": [None, np.eye(2)]}, "operators: the last layer solved by ridge regression"),
-    ({"lam": [1e-3, 0.0]}, "lam: a last layer solved by ridge regression needs lambda_L > 0"),
-])
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
+        ({"hidden_layer_sizes": (2, -1)}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
+        ({"hidden_layer_sizes": ()}, "hidden_layer_sizes: must be a non-empty sequence of positive ints"),
+        ({"hidden_layer_sizes": 2}, _invalid("hidden_layer_sizes")),
+        ({"lam": -1.0}, _invalid("lam")),
+        ({"lam": [1e-3, -1.0]}, "lam: must be a non-negative finite number"),
+        ({"lam": [1e-3, 1e-3, 1e-3]}, "lam: must be one value or 2 values"),
+        ({"gradient": "backprop"}, _invalid("gradient")),
+        ({"solver": "adam"}, _invalid("solver")),
+        ({"step": "fixed"}, _invalid("step")),
+        ({"update": "random"}, _invalid("update")),
+        ({"init": "zeros"}, _invalid("init")),
+        ({"max_iter": 0}, _invalid("max_iter")),
+        ({"max_iter": None}, _invalid("max_iter")),
+        ({"tol": -1.0}, _invalid("tol")),
+        ({"n_iter_no_change": 0}, _invalid("n_iter_no_change")),
+        ({"kernel": "laplacian"}, _invalid("kernel")),
+        (
+            {"kernel": ["rbf", "laplacian"]},
+            rf"kernel: must be one of {', '.join(names_with('layer_derivatives'))}, got 'laplacian' \(layer 2\)",
+        ),
+        ({"kernel": ["rbf", "precomputed"]}, "kernel: only the first layer can be 'precomputed'"),
+        ({"gamma": -1.0}, "gamma: must be a positive finite number"),
+        ({"gamma": "0.5"}, _invalid("gamma")),
+        ({"kernel": "poly", "degree": 2.5}, "degree: must be a non-negative integer for a poly layer"),
+        ({"kernel": "poly", "degree": [2, -1]}, r"degree: must be a non-negative number, got -1 \(layer 2\)"),
+        ({"degree": -1}, _invalid("degree")),
+        ({"kernel": "poly", "coef0": [1.0, 2.0, 3.0]}, "coef0: must be one value or 2 values"),
+        ({"operators": [np.array([[1.0, 2.0], [2.0, 1.0]]), None]}, "operators: entry 0 must be positive semidefinite"),
+        ({"operators": [np.eye(2)]}, "operators: must be None or a list of 2 arrays"),
+        ({"operators": [np.eye(3), None]}, r"operators: entry 0 must be a real \(2, 2\) array"),
+        ({"operators": [np.array([[1.0, 0.5], [0.0, 1.0]]), None]}, "operators: entry 0 must be symmetric"),
+        ({"operators": np.eye(2)}, _invalid("operators")),
+        ({"code_layer": 2}, "code_layer: must be a hidden layer, 1..1"),
+        ({"code_layer": 0}, _invalid("code_layer")),
+        ({"last_layer": "fixed"}, _invalid("last_layer")),
+        ({"n_threads": 0}, _invalid("n_threads")),
+        ({"verbose": -1}, _invalid("verbose")),
+        ({"random_state": "seed"}, _invalid("random_state")),
+        ({"operators": [None, np.eye(2)]}, "operators: the last layer solved by ridge regression"),
+        ({"lam": [1e-3, 0.0]}, "lam: a last layer solved by ridge regression needs lambda_L > 0"),
+    ],
+)
 def test_bad_parameters_name_the_argument(params, message):
     X, _ = _circles(20)
     model = KernelAutoencoder(**{"hidden_layer_sizes": (2,), **params})
@@ -328,32 +375,39 @@ def test_per_layer_parameters_take_one_value_or_one_per_layer():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         one = KernelAutoencoder((2,), kernel="poly", degree=2, coef0=0.5, lam=1e-2, **common).fit(X)
-        each = KernelAutoencoder((2,), kernel=["poly", "poly"], degree=[2, 2], coef0=(0.5, 0.5), lam=[1e-2, 1e-2],
-                                 **common).fit(X)
+        each = KernelAutoencoder(
+            (2,), kernel=["poly", "poly"], degree=[2, 2], coef0=(0.5, 0.5), lam=[1e-2, 1e-2], **common
+        ).fit(X)
     np.testing.assert_array_equal(one.transform(X), each.transform(X))
     assert one.lam_ == each.lam_ == [1e-2, 1e-2] and one.hidden_layer_sizes_ == (2,)
     assert [spec[2:] for spec in each.kernels_] == [(2, 0.5), (2, 0.5)]
 
 
-@pytest.mark.parametrize("X,message", [
-    (np.ones((1, 2)), "Found array with 1 sample"),
-    (np.array([[0.0, np.nan], [1.0, 2.0]]), "Input X contains NaN"),
-    (np.array([[0.0, np.inf], [1.0, 2.0]]), "Input X contains infinity"),
-    (np.ones(5), "Expected 2D array"),
-    (np.array([["a", "b"], ["c", "d"]]), "could not convert|dtype"),
-])
+@pytest.mark.parametrize(
+    "X,message",
+    [
+        (np.ones((1, 2)), "Found array with 1 sample"),
+        (np.array([[0.0, np.nan], [1.0, 2.0]]), "Input X contains NaN"),
+        (np.array([[0.0, np.inf], [1.0, 2.0]]), "Input X contains infinity"),
+        (np.ones(5), "Expected 2D array"),
+        (np.array([["a", "b"], ["c", "d"]]), "could not convert|dtype"),
+    ],
+)
 def test_bad_data_names_the_argument(X, message):
     with pytest.raises(ValueError, match=message):
         KernelAutoencoder().fit(X)
 
 
-@pytest.mark.parametrize("K,message", [
-    (np.ones((3, 4)), "must be square"),
-    (np.array([[1.0, 0.5], [0.2, 1.0]]), "must be symmetric"),
-    (np.array([[1.0, np.nan], [np.nan, 1.0]]), "Input X contains NaN"),
-    (np.array([[1.0, 2.0], [2.0, 1.0]]), "positive semidefinite"),
-    (np.ones((1, 1)), "Found array with 1 sample"),
-])
+@pytest.mark.parametrize(
+    "K,message",
+    [
+        (np.ones((3, 4)), "must be square"),
+        (np.array([[1.0, 0.5], [0.2, 1.0]]), "must be symmetric"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), "Input X contains NaN"),
+        (np.array([[1.0, 2.0], [2.0, 1.0]]), "positive semidefinite"),
+        (np.ones((1, 1)), "Found array with 1 sample"),
+    ],
+)
 def test_bad_gram_matrices_are_refused(K, message):
     with pytest.raises(ValueError, match=message):
         KernelAutoencoder(kernel="precomputed").fit(K)

@@ -272,8 +272,10 @@ def _bad_parameter_cases():
         ({"max_iter": 0}, "The 'max_iter' parameter of KernelSVD must be None or an int in the range"),
         ({"verbose": -1}, "The 'verbose' parameter of KernelSVD must be an int in the range"),
         ({"kernel": "rbf", "compatibility": np.eye(3)}, "compatibility: only for kernel='linear'"),
-        ({"kernel": "linear", "compatibility": np.eye(2)},
-         r"compatibility: must have shape \(d_x, d_z\) = \(3, 3\), got \(2, 2\)"),
+        (
+            {"kernel": "linear", "compatibility": np.eye(2)},
+            r"compatibility: must have shape \(d_x, d_z\) = \(3, 3\), got \(2, 2\)",
+        ),
         ({"kernel": "linear", "compatibility": np.full((3, 3), np.nan)}, "compatibility contains NaN"),
     ]
     ids = [re.findall(r"'(\w+)' parameter|^(\w+)", match)[0] for _, match in bad]

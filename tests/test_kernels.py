@@ -10,14 +10,20 @@ from rkm.kernels import RBF, Cosine, Laplacian, Linear, Polynomial, Tanimoto, ke
 
 def test_matches_sklearn_for_shared_kernels(rng):
     X, Y = rng.normal(size=(60, 5)), rng.normal(size=(20, 5))
-    for name, params in [("linear", {}), ("poly", dict(gamma=0.3, degree=2, coef0=0.5)), ("rbf", dict(gamma=0.4)),
-                         ("laplacian", dict(gamma=0.2)), ("cosine", {})]:
+    for name, params in [
+        ("linear", {}),
+        ("poly", dict(gamma=0.3, degree=2, coef0=0.5)),
+        ("rbf", dict(gamma=0.4)),
+        ("laplacian", dict(gamma=0.2)),
+        ("cosine", {}),
+    ]:
         expected = pairwise_kernels(X, Y, metric=name if name != "poly" else "polynomial", **params)
         np.testing.assert_allclose(kernel_matrix(X, Y, name, **params), expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", [Linear(), Polynomial(degree=2, gamma=0.5), RBF(gamma=0.7), Laplacian(gamma=0.1),
-                                    Cosine(), Tanimoto()])
+@pytest.mark.parametrize(
+    "kernel", [Linear(), Polynomial(degree=2, gamma=0.5), RBF(gamma=0.7), Laplacian(gamma=0.1), Cosine(), Tanimoto()]
+)
 def test_kernel_objects_equal_named_kernels(rng, kernel):
     X = np.abs(rng.normal(size=(30, 4)))
     np.testing.assert_allclose(kernel(X), kernel_matrix(X, None, kernel.name, **kernel.params()))
@@ -117,8 +123,11 @@ def test_tanimoto_on_binary_fingerprints(rng):
     K = kernel_matrix(X, kernel="tanimoto")
     inter = X @ X.T
     counts = X.sum(1)
-    expected = np.where(counts[:, None] + counts[None, :] - inter > 0,
-                        inter / np.maximum(counts[:, None] + counts[None, :] - inter, 1), 0.0)
+    expected = np.where(
+        counts[:, None] + counts[None, :] - inter > 0,
+        inter / np.maximum(counts[:, None] + counts[None, :] - inter, 1),
+        0.0,
+    )
     np.testing.assert_allclose(K, expected, rtol=1e-12)
     assert np.all(np.diag(K)[counts > 0] == 1.0)
 
@@ -137,13 +146,23 @@ def test_non_integer_degree_on_a_negative_base_is_rejected(rng, dtype):
     with pytest.raises(ValueError, match=r"degree: a non-integer degree \(2\.5\) needs gamma x\^T y \+ coef0 >= 0"):
         kernel_matrix(X, kernel="poly", degree=2.5)
     positive = np.abs(X)  # every base is positive: a non-integer degree is fine
-    np.testing.assert_allclose(kernel_matrix(positive, kernel="poly", degree=2.5, gamma=0.5),
-                               (0.5 * positive @ positive.T + 1.0) ** 2.5, rtol=1e-5)
+    np.testing.assert_allclose(
+        kernel_matrix(positive, kernel="poly", degree=2.5, gamma=0.5),
+        (0.5 * positive @ positive.T + 1.0) ** 2.5,
+        rtol=1e-5,
+    )
 
 
-@pytest.mark.parametrize("kernel,scale,dtype", [("linear", 1e160, np.float64), ("rbf", 1e200, np.float64),
-                                                ("poly", 1e100, np.float64), ("linear", 1e20, np.float32),
-                                                ("cosine", 1e200, np.float64)])
+@pytest.mark.parametrize(
+    "kernel,scale,dtype",
+    [
+        ("linear", 1e160, np.float64),
+        ("rbf", 1e200, np.float64),
+        ("poly", 1e100, np.float64),
+        ("linear", 1e20, np.float32),
+        ("cosine", 1e200, np.float64),
+    ],
+)
 def test_overflowing_kernels_are_rejected(rng, kernel, scale, dtype):
     X = (rng.normal(size=(30, 4)) * scale).astype(dtype)
     with pytest.raises(ValueError, match=f"X: the {kernel} kernel overflows {np.dtype(dtype).name}"):
@@ -163,16 +182,18 @@ def test_overflowing_kernel_gradient_is_rejected(rng):
 def test_unknown_kernel_error_lists_the_aliases():
     with pytest.raises(ValueError, match="polynomial = poly, gaussian = rbf"):
         kernel_matrix(np.ones((2, 2)), kernel="sigmoid")
-    np.testing.assert_array_equal(kernel_matrix(np.eye(2), kernel="gaussian", gamma=1.0),
-                                  kernel_matrix(np.eye(2), kernel="rbf", gamma=1.0))
+    np.testing.assert_array_equal(
+        kernel_matrix(np.eye(2), kernel="gaussian", gamma=1.0), kernel_matrix(np.eye(2), kernel="rbf", gamma=1.0)
+    )
 
 
 def test_kernel_gradient_validates_and_converts(rng):
     from rkm.kernels import kernel_gradient
 
     X, Y, W = rng.normal(size=(5, 3)), rng.normal(size=(4, 3)), rng.normal(size=(5, 4))
-    np.testing.assert_allclose(kernel_gradient(X, Y, W, RBF(gamma=0.5)),
-                               reference.kernel_gradient(X, Y, W, "rbf", 0.5), rtol=1e-10)
+    np.testing.assert_allclose(
+        kernel_gradient(X, Y, W, RBF(gamma=0.5)), reference.kernel_gradient(X, Y, W, "rbf", 0.5), rtol=1e-10
+    )
     assert kernel_gradient(X.astype(np.float32), Y.astype(np.float32), W.astype(np.float32)).dtype == np.float32
     with pytest.raises(ValueError, match="W"):
         kernel_gradient(X, Y, W.T)

@@ -29,8 +29,16 @@ def blobs(rng):
 
 
 @pytest.mark.parametrize("solver", ["dense", "krylov"])
-@pytest.mark.parametrize("kernel,params", [("rbf", dict(gamma=0.05)), ("poly", dict(gamma=0.1, degree=2)),
-                                           ("linear", {}), ("laplacian", dict(gamma=0.05)), ("cosine", {})])
+@pytest.mark.parametrize(
+    "kernel,params",
+    [
+        ("rbf", dict(gamma=0.05)),
+        ("poly", dict(gamma=0.1, degree=2)),
+        ("linear", {}),
+        ("laplacian", dict(gamma=0.05)),
+        ("cosine", {}),
+    ],
+)
 def test_matches_sklearn_kernel_pca(blobs, solver, kernel, params):
     metric = dict(metric="polynomial" if kernel == "poly" else kernel, **params)
     ours = KernelPCA(8, kernel=kernel, solver=solver, scaling="sklearn", random_state=0, **params).fit(blobs)
@@ -174,23 +182,26 @@ def test_rejects_bad_shapes(blobs):
         model.transform(blobs[:, :3])
 
 
-@pytest.mark.parametrize("params,match", [
-    (dict(n_components=2000), "n_components: must be between 1 and n_samples=1500"),
-    (dict(n_components=0), "The 'n_components' parameter of KernelPCA"),
-    (dict(n_components=True), "The 'n_components' parameter of KernelPCA"),
-    (dict(n_components=2, gamma=0.0), "gamma: must be a positive finite number"),
-    (dict(n_components=2, gamma=-1.0), "gamma: must be a positive finite number"),
-    (dict(n_components=2, eta=0.0), "The 'eta' parameter of KernelPCA"),
-    (dict(n_components=2, solver="arpack"), "The 'solver' parameter of KernelPCA"),
-    (dict(n_components=2, n_threads=0), "The 'n_threads' parameter of KernelPCA"),
-    (dict(n_components=2, scaling="x"), "The 'scaling' parameter of KernelPCA"),
-    (dict(n_components=2, kernel="sigmoid"), "The 'kernel' parameter of KernelPCA"),
-    (dict(n_components=2, max_iter=0), "The 'max_iter' parameter of KernelPCA"),
-    (dict(n_components=2, center="yes"), "The 'center' parameter of KernelPCA"),
-    (dict(n_components=2, feature_map="nystrom"), "The 'feature_map' parameter of KernelPCA"),
-    (dict(n_components=2, n_neighbors=0), "The 'n_neighbors' parameter of KernelPCA"),
-    (dict(n_components=2, preimage_alpha=0.0), "The 'preimage_alpha' parameter of KernelPCA"),
-])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        (dict(n_components=2000), "n_components: must be between 1 and n_samples=1500"),
+        (dict(n_components=0), "The 'n_components' parameter of KernelPCA"),
+        (dict(n_components=True), "The 'n_components' parameter of KernelPCA"),
+        (dict(n_components=2, gamma=0.0), "gamma: must be a positive finite number"),
+        (dict(n_components=2, gamma=-1.0), "gamma: must be a positive finite number"),
+        (dict(n_components=2, eta=0.0), "The 'eta' parameter of KernelPCA"),
+        (dict(n_components=2, solver="arpack"), "The 'solver' parameter of KernelPCA"),
+        (dict(n_components=2, n_threads=0), "The 'n_threads' parameter of KernelPCA"),
+        (dict(n_components=2, scaling="x"), "The 'scaling' parameter of KernelPCA"),
+        (dict(n_components=2, kernel="sigmoid"), "The 'kernel' parameter of KernelPCA"),
+        (dict(n_components=2, max_iter=0), "The 'max_iter' parameter of KernelPCA"),
+        (dict(n_components=2, center="yes"), "The 'center' parameter of KernelPCA"),
+        (dict(n_components=2, feature_map="nystrom"), "The 'feature_map' parameter of KernelPCA"),
+        (dict(n_components=2, n_neighbors=0), "The 'n_neighbors' parameter of KernelPCA"),
+        (dict(n_components=2, preimage_alpha=0.0), "The 'preimage_alpha' parameter of KernelPCA"),
+    ],
+)
 def test_rejects_invalid_hyperparameters(blobs, params, match):
     with pytest.raises(ValueError, match=match):
         KernelPCA(**params, random_state=0).fit(blobs)
@@ -282,11 +293,14 @@ def test_float32_kernel_below_precision_warns(gamma):
         KernelPCA(5, gamma=0.02, random_state=0).fit(X)
 
 
-@pytest.mark.parametrize("kernel,params,match", [
-    ("poly", dict(degree=2.5), "degree: a non-integer degree"),
-    ("linear", dict(scale=1e160), "X: the linear kernel overflows float64"),
-    ("rbf", dict(scale=1e200), "X: the rbf kernel overflows float64"),
-])
+@pytest.mark.parametrize(
+    "kernel,params,match",
+    [
+        ("poly", dict(degree=2.5), "degree: a non-integer degree"),
+        ("linear", dict(scale=1e160), "X: the linear kernel overflows float64"),
+        ("rbf", dict(scale=1e200), "X: the rbf kernel overflows float64"),
+    ],
+)
 def test_non_finite_kernels_are_rejected_by_fit(blobs, kernel, params, match):
     X = blobs[:300] * params.pop("scale", 1.0)
     with pytest.raises(ValueError, match=match):
@@ -306,8 +320,11 @@ def test_memory_guard_counts_the_solver_workspace(monkeypatch, rng):
     dense = _fit_memory_bytes(500, 4, 5, np.float64, "dense", 2)
     assert krylov > 500**2 * 8 and dense >= 5 * 500**2 * 8
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: krylov - 1)
-    with pytest.raises(MemoryError, match=r"X: a kernel PCA fit of 500 samples \(krylov eigensolver, float64\) "
-                                          r"needs \d+\.\d\d GiB but only \d+\.\d\d GiB"):
+    with pytest.raises(
+        MemoryError,
+        match=r"X: a kernel PCA fit of 500 samples \(krylov eigensolver, float64\) "
+        r"needs \d+\.\d\d GiB but only \d+\.\d\d GiB",
+    ):
         KernelPCA(5, solver="krylov", random_state=0, n_threads=2).fit(X)
     monkeypatch.setattr(validation, "available_memory_bytes", lambda: krylov)
     KernelPCA(5, solver="krylov", random_state=0, n_threads=2).fit(X)
@@ -327,8 +344,14 @@ def test_unknown_kernel_error_lists_precomputed(blobs):
 # ---------------------------------------------------------------------------------------------- large-N methods
 
 # Parameters of each kernel of rkm.kernels.KERNEL_NAMES (a new kernel needs an entry here).
-KERNEL_PARAMS = {"rbf": dict(gamma=0.05), "laplacian": dict(gamma=0.05), "poly": dict(gamma=0.1, degree=2),
-                 "linear": {}, "cosine": {}, "tanimoto": {}}
+KERNEL_PARAMS = {
+    "rbf": dict(gamma=0.05),
+    "laplacian": dict(gamma=0.05),
+    "poly": dict(gamma=0.1, degree=2),
+    "linear": {},
+    "cosine": {},
+    "tanimoto": {},
+}
 KERNELS = [(name, KERNEL_PARAMS[name]) for name in KERNEL_NAMES]
 
 
@@ -473,8 +496,10 @@ def test_primal_memory_is_checked_before_allocating(monkeypatch):
         (dict(kernel_storage="fast"), "The 'kernel_storage' parameter of KernelPCA must be a str among"),
         (dict(kernel_storage="nystrom"), "The 'kernel_storage' parameter of KernelPCA must be a str among"),
         (dict(kernel_storage="matrix_free", kernel="precomputed"), "kernel_storage: 'matrix_free' evaluates the"),
-        (dict(feature_map=Nystroem(10), kernel="precomputed"), "feature_map: maps X itself to features; with "
-                                                                "kernel='precomputed'"),
+        (
+            dict(feature_map=Nystroem(10), kernel="precomputed"),
+            "feature_map: maps X itself to features; with kernel='precomputed'",
+        ),
         (dict(feature_map=RandomFourierFeatures(10, kernel="poly")), "The 'kernel' parameter of RandomFourierFeatures"),
         (dict(feature_map=Nystroem(500)), "n_components: 500 landmarks need at least as many samples, got n_samples"),
         (dict(feature_map=Nystroem(0)), "The 'n_components' parameter of Nystroem must be an int"),

@@ -219,8 +219,9 @@ def test_classifier_rejects_a_single_class(rng):
 def test_grid_search_and_pipeline(rng):
     X, Y = regression_data(rng, n=120)
     pipe = make_pipeline(StandardScaler(), LSSVMRegressor())
-    search = GridSearchCV(pipe, {"lssvmregressor__lam": [1e-3, 1e-1, 10.0], "lssvmregressor__gamma": [0.1, 1.0]},
-                          cv=3).fit(X, Y.ravel())
+    search = GridSearchCV(
+        pipe, {"lssvmregressor__lam": [1e-3, 1e-1, 10.0], "lssvmregressor__gamma": [0.1, 1.0]}, cv=3
+    ).fit(X, Y.ravel())
     assert search.best_score_ > 0.8
     assert search.predict(X).shape == (120,)
 
@@ -299,8 +300,9 @@ def test_kernel_matrix_that_cannot_fit_is_refused_before_allocating(rng, monkeyp
 def test_non_contiguous_input_works(rng):
     X, Y = regression_data(rng, n=80, d=6)
     model = LSSVMRegressor(gamma=0.3).fit(X[:, ::2], Y.ravel())
-    np.testing.assert_allclose(model.predict(X[:, ::2]),
-                               LSSVMRegressor(gamma=0.3).fit(X[:, ::2].copy(), Y.ravel()).predict(X[:, ::2].copy()))
+    np.testing.assert_allclose(
+        model.predict(X[:, ::2]), LSSVMRegressor(gamma=0.3).fit(X[:, ::2].copy(), Y.ravel()).predict(X[:, ::2].copy())
+    )
 
 
 def test_estimators_are_exported():
@@ -324,8 +326,15 @@ def test_cg_solver_agrees_with_cholesky(rng, preconditioner, kernel_storage):
     X, Y = regression_data(rng, n=400, p=2)
     params = dict(gamma=0.5, lam=0.05, eta=2.0)
     exact = LSSVMRegressor(mixed_precision=False, **params).fit(X, Y)
-    model = LSSVMRegressor(solver="cg", preconditioner=preconditioner, kernel_storage=kernel_storage, tol=1e-10,
-                           preconditioner_rank=50, random_state=0, **params).fit(X, Y)
+    model = LSSVMRegressor(
+        solver="cg",
+        preconditioner=preconditioner,
+        kernel_storage=kernel_storage,
+        tol=1e-10,
+        preconditioner_rank=50,
+        random_state=0,
+        **params,
+    ).fit(X, Y)
     assert model.solver_ == "cg" and model.n_iter_ >= 1 and np.max(model.cg_residuals_) <= 1e-10
     X_new = rng.standard_normal((30, 3))
     np.testing.assert_allclose(model.predict(X_new), exact.predict(X_new), atol=1e-7 * np.abs(Y).max())
@@ -358,5 +367,6 @@ def test_auto_solver_takes_cg_beyond_the_dense_limit(rng, monkeypatch):
     model = LSSVMRegressor(gamma=0.5, lam=0.1, random_state=0).fit(X, Y.ravel())
     assert model.solver_ == "cg"
     assert LSSVMRegressor(gamma=0.5, lam=0.1, loo=True).fit(X, Y.ravel()).solver_ == "cholesky"
-    np.testing.assert_allclose(model.predict(X), LSSVMRegressor(gamma=0.5, lam=0.1, solver="cholesky").fit(
-        X, Y.ravel()).predict(X), atol=1e-5)
+    np.testing.assert_allclose(
+        model.predict(X), LSSVMRegressor(gamma=0.5, lam=0.1, solver="cholesky").fit(X, Y.ravel()).predict(X), atol=1e-5
+    )

@@ -188,8 +188,11 @@ def test_permuting_codes_changes_nothing():
     assert metrics.irs(permuted, factors) == pytest.approx(metrics.irs(codes, factors), rel=1e-14)
     # A random forest draws its candidate features by position, so permuted codes grow other trees: DCI agrees to a
     # tolerance only.
-    np.testing.assert_allclose(metrics.dci(permuted, factors, estimator="random_forest"),
-                               metrics.dci(codes, factors, estimator="random_forest"), atol=0.02)
+    np.testing.assert_allclose(
+        metrics.dci(permuted, factors, estimator="random_forest"),
+        metrics.dci(codes, factors, estimator="random_forest"),
+        atol=0.02,
+    )
 
 
 def test_affine_maps_of_codes():
@@ -201,7 +204,8 @@ def test_affine_maps_of_codes():
     assert metrics.mig(mapped, factors) == pytest.approx(metrics.mig(codes, factors), rel=1e-12)
     # Squared correlations are affine invariant.
     assert metrics.sap(mapped, factors, continuous_factors=True) == pytest.approx(
-        metrics.sap(codes, factors, continuous_factors=True), rel=1e-12)
+        metrics.sap(codes, factors, continuous_factors=True), rel=1e-12
+    )
     # IRS weighs codes by their spread: invariant to shifts, sign flips and one common scale only.
     flipped = 2.5 * codes * np.sign(scale) + shift
     assert metrics.irs(flipped, factors) == pytest.approx(metrics.irs(codes, factors), rel=1e-12)
@@ -233,7 +237,8 @@ def test_constant_factors_are_left_out():
     for metric in (metrics.mig, metrics.sap, metrics.irs):
         assert metric(codes, with_constant) == metric(codes, factors)
     assert metrics.dci(codes, with_constant, estimator="random_forest") == metrics.dci(
-        codes, factors, estimator="random_forest")
+        codes, factors, estimator="random_forest"
+    )
 
 
 def test_constant_codes():
@@ -294,21 +299,24 @@ def with_value(array, index, value):
 
 
 @pytest.mark.parametrize("metric", ALL_METRICS)
-@pytest.mark.parametrize(("codes", "factors", "message"), [
-    (GOOD_CODES[:30], GOOD_FACTORS, "codes: has 30 rows but factors has 40"),
-    (GOOD_CODES[:, 0], GOOD_FACTORS, r"codes: must be a 2-D array, got shape \(40,\)"),
-    (GOOD_CODES[..., None], GOOD_FACTORS, "codes: must be a 2-D array"),
-    (GOOD_CODES, GOOD_FACTORS[..., None], "factors: must be a 1-D or 2-D array"),
-    (with_value(GOOD_CODES, (3, 1), np.nan), GOOD_FACTORS, "codes: contains NaN or infinite values"),
-    (GOOD_CODES, with_value(GOOD_FACTORS, (0, 0), np.inf), "factors: contains NaN or infinite values"),
-    (GOOD_CODES.astype(str), GOOD_FACTORS, "codes: must hold real numbers"),
-    (GOOD_CODES, GOOD_FACTORS.astype(complex), "factors: must hold real numbers"),
-    ([[1.0, 2.0], [3.0]], GOOD_FACTORS[:2], "codes: cannot be read as a numeric array"),
-    (GOOD_CODES[:1], GOOD_FACTORS[:1], "codes: .* needs at least 2 samples, got 1"),
-    (GOOD_CODES, np.ones((40, 2)), "factors: every factor column is constant"),
-    (GOOD_CODES, np.empty((40, 0)), "factors: needs at least one factor column"),
-    (GOOD_CODES[:, :0], GOOD_FACTORS, "codes: .* needs at least . code columns, got 0"),
-])
+@pytest.mark.parametrize(
+    ("codes", "factors", "message"),
+    [
+        (GOOD_CODES[:30], GOOD_FACTORS, "codes: has 30 rows but factors has 40"),
+        (GOOD_CODES[:, 0], GOOD_FACTORS, r"codes: must be a 2-D array, got shape \(40,\)"),
+        (GOOD_CODES[..., None], GOOD_FACTORS, "codes: must be a 2-D array"),
+        (GOOD_CODES, GOOD_FACTORS[..., None], "factors: must be a 1-D or 2-D array"),
+        (with_value(GOOD_CODES, (3, 1), np.nan), GOOD_FACTORS, "codes: contains NaN or infinite values"),
+        (GOOD_CODES, with_value(GOOD_FACTORS, (0, 0), np.inf), "factors: contains NaN or infinite values"),
+        (GOOD_CODES.astype(str), GOOD_FACTORS, "codes: must hold real numbers"),
+        (GOOD_CODES, GOOD_FACTORS.astype(complex), "factors: must hold real numbers"),
+        ([[1.0, 2.0], [3.0]], GOOD_FACTORS[:2], "codes: cannot be read as a numeric array"),
+        (GOOD_CODES[:1], GOOD_FACTORS[:1], "codes: .* needs at least 2 samples, got 1"),
+        (GOOD_CODES, np.ones((40, 2)), "factors: every factor column is constant"),
+        (GOOD_CODES, np.empty((40, 0)), "factors: needs at least one factor column"),
+        (GOOD_CODES[:, :0], GOOD_FACTORS, "codes: .* needs at least . code columns, got 0"),
+    ],
+)
 def test_bad_data_raises(metric, codes, factors, message):
     with pytest.raises(ValueError, match=message):
         metric(codes, factors)
@@ -335,19 +343,28 @@ def test_top_two_metrics_need_two_codes(metric):
         metric(GOOD_CODES[:, :1], GOOD_FACTORS)
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda: metrics.mig(GOOD_CODES, GOOD_FACTORS, n_bins=0), "n_bins: must be a positive int"),
-    (lambda: metrics.discretize(GOOD_CODES, n_bins=2.5), "n_bins: must be a positive int"),
-    (lambda: metrics.discretize([[np.nan]]), "values: contains NaN"),
-    (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, test_size=0), r"test_size: must be a fraction in \(0, 1\)"),
-    (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, test_size=1.0), r"test_size: must be a fraction in \(0, 1\)"),
-    (lambda: metrics.sap(GOOD_CODES[:2], GOOD_FACTORS[:2], test_size=0.6), "test_size: 0.6 of 2 samples leaves none"),
-    (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, random_state="a"), "random_state: must be None, an int"),
-    (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, continuous_factors="yes"), "continuous_factors: must be True"),
-    (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="svm"), "estimator: must be one of"),
-    (lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, diff_quantile=1.5), r"diff_quantile: must be a number in \[0, 1\]"),
-    (lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, factor_bins=0), "factor_bins: must be a positive int or None"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: metrics.mig(GOOD_CODES, GOOD_FACTORS, n_bins=0), "n_bins: must be a positive int"),
+        (lambda: metrics.discretize(GOOD_CODES, n_bins=2.5), "n_bins: must be a positive int"),
+        (lambda: metrics.discretize([[np.nan]]), "values: contains NaN"),
+        (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, test_size=0), r"test_size: must be a fraction in \(0, 1\)"),
+        (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, test_size=1.0), r"test_size: must be a fraction in \(0, 1\)"),
+        (
+            lambda: metrics.sap(GOOD_CODES[:2], GOOD_FACTORS[:2], test_size=0.6),
+            "test_size: 0.6 of 2 samples leaves none",
+        ),
+        (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, random_state="a"), "random_state: must be None, an int"),
+        (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, continuous_factors="yes"), "continuous_factors: must be True"),
+        (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="svm"), "estimator: must be one of"),
+        (
+            lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, diff_quantile=1.5),
+            r"diff_quantile: must be a number in \[0, 1\]",
+        ),
+        (lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, factor_bins=0), "factor_bins: must be a positive int or None"),
+    ],
+)
 def test_bad_parameters_raise(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -236,8 +236,9 @@ def test_rotated_stiefel_solution_is_the_eigen_solution(linear_views, setting, m
     # gamma_matrix_ is Gamma before the rotation, O Lambda O^T.
     O = model.rotation_
     np.testing.assert_allclose(O.T @ O, np.eye(3), atol=1e-12)
-    np.testing.assert_allclose(O @ np.diag(model.eigenvalues_) @ O.T, model.gamma_matrix_, rtol=0,
-                               atol=1e-10 * model.eigenvalues_[0])
+    np.testing.assert_allclose(
+        O @ np.diag(model.eigenvalues_) @ O.T, model.gamma_matrix_, rtol=0, atol=1e-10 * model.eigenvalues_[0]
+    )
 
 
 @pytest.mark.parametrize("setting", ["primal", "dual"])
@@ -254,8 +255,9 @@ def test_unrotated_stiefel_solution_is_a_rotation_of_it(linear_views, setting):
     # H_ O is the rotated (eigen) solution up to signs; latents rotate with it and predictions do not change.
     np.testing.assert_allclose(np.abs(model.H_ @ O), np.abs(rotated.H_), atol=1e-7)
     np.testing.assert_allclose(np.abs(model.transform(new) @ O), np.abs(rotated.transform(new)), atol=1e-7)
-    np.testing.assert_allclose(model.predict_view([new[0], None], 1), rotated.predict_view([new[0], None], 1),
-                               rtol=1e-8)
+    np.testing.assert_allclose(
+        model.predict_view([new[0], None], 1), rotated.predict_view([new[0], None], 1), rtol=1e-8
+    )
 
 
 def test_stiefel_reports_non_convergence(linear_views):
@@ -285,8 +287,10 @@ def test_without_rescaling_latents_shrink_by_the_square_roots_of_the_eigenvalues
     np.testing.assert_allclose(np.vstack(plain.U_) * scale, np.vstack(rescaled.U_), atol=1e-10)
     # Inferring a view then collapses towards its training mean (the paper's Fig. 7).
     truth = views[1][:20]
-    error = {name: np.mean((m.predict_view([views[0][:20], None], 1) - truth) ** 2)
-             for name, m in (("rescaled", rescaled), ("plain", plain))}
+    error = {
+        name: np.mean((m.predict_view([views[0][:20], None], 1) - truth) ** 2)
+        for name, m in (("rescaled", rescaled), ("plain", plain))
+    }
     spread = np.mean((truth - views[1].mean(axis=0)) ** 2)
     assert error["rescaled"] < 0.05 * spread < error["plain"]
     # The dual has no rescaling to omit.
@@ -325,18 +329,21 @@ def _views(rng, n=20):
     return [rng.normal(size=(n, 3)), rng.normal(size=(n, 2))]
 
 
-@pytest.mark.parametrize("params,views,match", [
-    (dict(), [], "^views: must be a non-empty list"),
-    (dict(), "abc", "^views: must be a non-empty list"),
-    (dict(), [np.ones((5, 2))], "^views: got 1 views but the model has 2"),
-    (dict(), [np.ones((5, 2)), np.ones((4, 2))], r"^views: all views need the same number of rows, got \[5, 4\]"),
-    (dict(), [np.ones((5, 2)), None], r"^views\[1\]: an array is required"),
-    (dict(), [np.full((5, 2), np.nan), np.ones((5, 2))], r"^views\[0\]: contains NaN or infinity"),
-    (dict(), [np.ones((5, 2)), np.full((5, 1), np.inf)], r"^views\[1\]: contains NaN or infinity"),
-    (dict(), [np.ones((5, 2, 2)), np.ones((5, 2))], r"^views\[0\]: must be a non-empty 1-D or 2-D array"),
-    (dict(), [np.array([["a"], ["b"]]), np.ones((2, 1))], r"^views\[0\]: must be an array of real numbers"),
-    (dict(), [np.ones((1, 2)), np.ones((1, 2))], "^views: centring needs at least 2 samples"),
-])
+@pytest.mark.parametrize(
+    "params,views,match",
+    [
+        (dict(), [], "^views: must be a non-empty list"),
+        (dict(), "abc", "^views: must be a non-empty list"),
+        (dict(), [np.ones((5, 2))], "^views: got 1 views but the model has 2"),
+        (dict(), [np.ones((5, 2)), np.ones((4, 2))], r"^views: all views need the same number of rows, got \[5, 4\]"),
+        (dict(), [np.ones((5, 2)), None], r"^views\[1\]: an array is required"),
+        (dict(), [np.full((5, 2), np.nan), np.ones((5, 2))], r"^views\[0\]: contains NaN or infinity"),
+        (dict(), [np.ones((5, 2)), np.full((5, 1), np.inf)], r"^views\[1\]: contains NaN or infinity"),
+        (dict(), [np.ones((5, 2, 2)), np.ones((5, 2))], r"^views\[0\]: must be a non-empty 1-D or 2-D array"),
+        (dict(), [np.array([["a"], ["b"]]), np.ones((2, 1))], r"^views\[0\]: must be an array of real numbers"),
+        (dict(), [np.ones((1, 2)), np.ones((1, 2))], "^views: centring needs at least 2 samples"),
+    ],
+)
 def test_bad_views(params, views, match):
     with pytest.raises(ValueError, match=match):
         MultiViewRKM(1, kernel=("linear", "linear"), **params).fit(views)
@@ -347,42 +354,48 @@ def _invalid(name):
     return rf"^The '{name}' parameter of MultiViewRKM must be"
 
 
-@pytest.mark.parametrize("params,match", [
-    (dict(n_components=0), _invalid("n_components")),
-    (dict(n_components=2.5), _invalid("n_components")),
-    (dict(n_components=True), _invalid("n_components")),
-    (dict(n_components=21, solver="dual_eig"), "^n_components: must be at most n_samples = 20"),
-    (dict(n_components=6, solver="primal_eig"), "^n_components: must be at most the summed feature dimension d = 5"),
-    (dict(n_components=6, solver="dual_eig"), r"^n_components: 6 components exceed the numerical rank \(5\)"),
-    (dict(kernel=()), "^kernel: must be one value or a non-empty list"),
-    (dict(kernel="foo"), _invalid("kernel")),
-    (dict(kernel=("linear", "foo")), r"^kernel\[1\]: unknown kernel 'foo'"),
-    (dict(kernel=("linear", 3)), r"^kernel\[1\]: must be a kernel name"),
-    (dict(kernel=("rbf", "linear"), gamma=(-1.0, None)), r"^gamma\[0\]: must be a positive finite number"),
-    (dict(kernel="rbf", gamma=-1.0), "^gamma: must be a positive finite number"),
-    (dict(kernel="poly", degree=(2, -1)), r"^degree\[1\]: must be a non-negative number"),
-    (dict(gamma="0.5"), _invalid("gamma")),
-    (dict(gamma=(1.0,)), r"^gamma: must be one value or a list or tuple with one entry per view \(2\)"),
-    (dict(kernel="linear", coef0=(1.0, 2.0, 3.0)), r"^coef0: must be one value or a list or tuple with one entry"),
-    (dict(kernel=("rbf", "linear"), solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
-    (dict(kernel=("linear", "poly"), solver="primal_stiefel"), "^solver: 'primal_stiefel' needs explicit"),
-    (dict(kernel="rbf", solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
-    (dict(solver="svd"), _invalid("solver")),
-    (dict(stiefel_method="adam"), _invalid("stiefel_method")),
-    (dict(preimage="fixed_point"), _invalid("preimage")),
-    (dict(rotate=1), _invalid("rotate")),
-    (dict(rescale=None), _invalid("rescale")),
-    (dict(max_iter=0), _invalid("max_iter")),
-    (dict(tol=-1.0), _invalid("tol")),
-    (dict(n_neighbors=0), _invalid("n_neighbors")),
-    (dict(preimage_alpha=0.0), _invalid("preimage_alpha")),
-    (dict(n_threads=0), _invalid("n_threads")),
-    (dict(random_state="seed"), _invalid("random_state")),
-    (dict(verbose=-1), _invalid("verbose")),
-    (dict(kernel=(lambda X: X[:, 0], "linear")), r"^kernel\[0\]: the feature map must return a 2-D array"),
-    (dict(kernel=(lambda X: X / 0.0, "linear")), r"^kernel\[0\]: the feature map returned NaN or infinity"),
-    (dict(kernel=lambda X: X / 0.0), r"^kernel: the feature map returned NaN or infinity"),
-])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        (dict(n_components=0), _invalid("n_components")),
+        (dict(n_components=2.5), _invalid("n_components")),
+        (dict(n_components=True), _invalid("n_components")),
+        (dict(n_components=21, solver="dual_eig"), "^n_components: must be at most n_samples = 20"),
+        (
+            dict(n_components=6, solver="primal_eig"),
+            "^n_components: must be at most the summed feature dimension d = 5",
+        ),
+        (dict(n_components=6, solver="dual_eig"), r"^n_components: 6 components exceed the numerical rank \(5\)"),
+        (dict(kernel=()), "^kernel: must be one value or a non-empty list"),
+        (dict(kernel="foo"), _invalid("kernel")),
+        (dict(kernel=("linear", "foo")), r"^kernel\[1\]: unknown kernel 'foo'"),
+        (dict(kernel=("linear", 3)), r"^kernel\[1\]: must be a kernel name"),
+        (dict(kernel=("rbf", "linear"), gamma=(-1.0, None)), r"^gamma\[0\]: must be a positive finite number"),
+        (dict(kernel="rbf", gamma=-1.0), "^gamma: must be a positive finite number"),
+        (dict(kernel="poly", degree=(2, -1)), r"^degree\[1\]: must be a non-negative number"),
+        (dict(gamma="0.5"), _invalid("gamma")),
+        (dict(gamma=(1.0,)), r"^gamma: must be one value or a list or tuple with one entry per view \(2\)"),
+        (dict(kernel="linear", coef0=(1.0, 2.0, 3.0)), r"^coef0: must be one value or a list or tuple with one entry"),
+        (dict(kernel=("rbf", "linear"), solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
+        (dict(kernel=("linear", "poly"), solver="primal_stiefel"), "^solver: 'primal_stiefel' needs explicit"),
+        (dict(kernel="rbf", solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
+        (dict(solver="svd"), _invalid("solver")),
+        (dict(stiefel_method="adam"), _invalid("stiefel_method")),
+        (dict(preimage="fixed_point"), _invalid("preimage")),
+        (dict(rotate=1), _invalid("rotate")),
+        (dict(rescale=None), _invalid("rescale")),
+        (dict(max_iter=0), _invalid("max_iter")),
+        (dict(tol=-1.0), _invalid("tol")),
+        (dict(n_neighbors=0), _invalid("n_neighbors")),
+        (dict(preimage_alpha=0.0), _invalid("preimage_alpha")),
+        (dict(n_threads=0), _invalid("n_threads")),
+        (dict(random_state="seed"), _invalid("random_state")),
+        (dict(verbose=-1), _invalid("verbose")),
+        (dict(kernel=(lambda X: X[:, 0], "linear")), r"^kernel\[0\]: the feature map must return a 2-D array"),
+        (dict(kernel=(lambda X: X / 0.0, "linear")), r"^kernel\[0\]: the feature map returned NaN or infinity"),
+        (dict(kernel=lambda X: X / 0.0), r"^kernel: the feature map returned NaN or infinity"),
+    ],
+)
 def test_bad_parameters(rng, params, match):
     params = {"n_components": 2, "kernel": ("linear", "linear"), **params}
     with warnings.catch_warnings():

@@ -51,8 +51,25 @@ OTHER_KERNEL_NAMES = ("polynomial", "gaussian", "sigmoid", "RBF", "", "precomput
 # Values that break naive arithmetic: non-finite ones, ones that overflow float32 or float64 when squared or
 # summed, and tiny or subnormal ones (float64 and float32).
 SPECIAL_VALUES = (
-    math.nan, math.inf, -math.inf, 0.0, -0.0, 1e20, -1e20, 3e38, 1e150, -1e150, 1e200, -1e200, 1e300,
-    1e-300, -1e-300, 1e-310, 5e-324, 1e-40, 1e-45,
+    math.nan,
+    math.inf,
+    -math.inf,
+    0.0,
+    -0.0,
+    1e20,
+    -1e20,
+    3e38,
+    1e150,
+    -1e150,
+    1e200,
+    -1e200,
+    1e300,
+    1e-300,
+    -1e-300,
+    1e-310,
+    5e-324,
+    1e-40,
+    1e-45,
 )
 # Scales of whole arrays, beyond 1: zero, tiny, huge.
 UNUSUAL_SCALES = (0.0, 1e-300, 1e-30, 1e-3, 1e3, 1e20, 1e150, 1e200)
@@ -230,8 +247,17 @@ def sizes(high):
 
 
 @st.composite
-def matrices(draw, rows, cols, dtypes=None, layouts=st.sampled_from(LAYOUTS), structure="data", poison=True,
-             scaled=True, distributions=DISTRIBUTIONS):
+def matrices(
+    draw,
+    rows,
+    cols,
+    dtypes=None,
+    layouts=st.sampled_from(LAYOUTS),
+    structure="data",
+    poison=True,
+    scaled=True,
+    distributions=DISTRIBUTIONS,
+):
     """2-D arrays (or lists) of data, or square matrices with structure "gram", "symmetric" or "general".
 
     One time in three the values are scaled by one of UNUSUAL_SCALES (when `scaled`), and one time in three
@@ -256,8 +282,19 @@ def matrices(draw, rows, cols, dtypes=None, layouts=st.sampled_from(LAYOUTS), st
 
 
 ILL_SHAPED = st.sampled_from(
-    [np.zeros(0), np.arange(5.0), np.float64(3.0), np.ones((2, 2, 2)), [[1.0, 2.0], [3.0]], "abc", None,
-     np.zeros((0, 0)), np.zeros((3, 0)), np.zeros((0, 3), dtype=np.float32), np.array([["a", "b"]])]
+    [
+        np.zeros(0),
+        np.arange(5.0),
+        np.float64(3.0),
+        np.ones((2, 2, 2)),
+        [[1.0, 2.0], [3.0]],
+        "abc",
+        None,
+        np.zeros((0, 0)),
+        np.zeros((3, 0)),
+        np.zeros((0, 3), dtype=np.float32),
+        np.array([["a", "b"]]),
+    ]
 )
 
 
@@ -301,8 +338,14 @@ DATA = dict(rows=sizes(60), cols=sizes(8))
 
 
 @given(
-    X=inputs(**DATA), Y=st.one_of(st.none(), inputs(sizes(20), sizes(8))), kernel=KERNELS,
-    gamma=GAMMAS, degree=DEGREES, coef0=COEF0S, n_threads=THREADS, lower_only=st.booleans(),
+    X=inputs(**DATA),
+    Y=st.one_of(st.none(), inputs(sizes(20), sizes(8))),
+    kernel=KERNELS,
+    gamma=GAMMAS,
+    degree=DEGREES,
+    coef0=COEF0S,
+    n_threads=THREADS,
+    lower_only=st.booleans(),
 )
 # Found by this property: Y given without X.
 @example(X=None, Y=np.ones((1, 1)), kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, lower_only=False)
@@ -324,8 +367,9 @@ def gradient_operands(draw):
 
 @given(operands=gradient_operands(), kernel=KERNELS, gamma=GAMMAS, degree=DEGREES, coef0=COEF0S, n_threads=THREADS)
 # Found by this property: Y missing.
-@example(operands=(np.ones((1, 1)), None, np.ones((1, 1))), kernel="rbf", gamma=None, degree=3, coef0=1.0,
-         n_threads=None)
+@example(
+    operands=(np.ones((1, 1)), None, np.ones((1, 1))), kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None
+)
 @contract
 def test_kernel_gradient_is_finite_or_raises(operands, kernel, gamma, degree, coef0, n_threads):
     X, Y, W = operands
@@ -338,11 +382,20 @@ BANDWIDTHS = reals(1e-3, 1e3, REAL_HYPERPARAMETERS + (1e-200, 1e200, 1e-320, 1e-
 
 @given(
     # (sigma, sigma2): one of them, one time in ten both or neither.
-    sigmas=sometimes(st.one_of(st.tuples(BANDWIDTHS, st.none()), st.tuples(st.none(), BANDWIDTHS)),
-                     st.tuples(st.none() | BANDWIDTHS, st.none() | BANDWIDTHS), 10),
+    sigmas=sometimes(
+        st.one_of(st.tuples(BANDWIDTHS, st.none()), st.tuples(st.none(), BANDWIDTHS)),
+        st.tuples(st.none() | BANDWIDTHS, st.none() | BANDWIDTHS),
+        10,
+    ),
     convention=sometimes(st.sampled_from(["suykens", "gaussian"]), st.sampled_from(["sklearn", None]), 10),
-    X=matrices(st.integers(1, 20), st.integers(1, 5), dtypes=st.just(np.float64), layouts=st.just("C"),
-               poison=False, scaled=False),
+    X=matrices(
+        st.integers(1, 20),
+        st.integers(1, 5),
+        dtypes=st.just(np.float64),
+        layouts=st.just("C"),
+        poison=False,
+        scaled=False,
+    ),
 )
 # Found by this property: bandwidths whose square underflows or overflows, or whose inverse overflows.
 @example(sigmas=(1e-300, None), convention="suykens", X=np.ones((2, 1)))
@@ -363,10 +416,19 @@ def _ordinary(X):
 
 
 @given(
-    X=matrices(st.integers(1, 60), st.integers(1, 8), dtypes=st.sampled_from([np.float64, np.float32]),
-               layouts=st.sampled_from(["C", "F", "list"]), poison=False, scaled=False),
-    kernel=st.sampled_from(KERNEL_NAMES), gamma=st.one_of(st.none(), st.floats(1e-3, 10.0)),
-    degree=st.integers(0, 5), coef0=st.floats(-2.0, 2.0), n_threads=st.sampled_from([None, 1, 2, -1]),
+    X=matrices(
+        st.integers(1, 60),
+        st.integers(1, 8),
+        dtypes=st.sampled_from([np.float64, np.float32]),
+        layouts=st.sampled_from(["C", "F", "list"]),
+        poison=False,
+        scaled=False,
+    ),
+    kernel=st.sampled_from(KERNEL_NAMES),
+    gamma=st.one_of(st.none(), st.floats(1e-3, 10.0)),
+    degree=st.integers(0, 5),
+    coef0=st.floats(-2.0, 2.0),
+    n_threads=st.sampled_from([None, 1, 2, -1]),
 )
 def test_kernel_matrix_accepts_ordinary_input(X, kernel, gamma, degree, coef0, n_threads):
     """Finite data of moderate size with valid hyperparameters never raises (the contract is not vacuous)."""
@@ -391,15 +453,18 @@ PCA_KERNEL_PARAMS = dict(
 )
 # Each parameter is invalid one time in twenty.
 PCA_PARAMS = dict(
-    n_components=sometimes(st.one_of(st.none(), st.integers(1, 8)),
-                           st.sampled_from([0, -1, 61, 1.5, True, np.int64(2)]), 20),
+    n_components=sometimes(
+        st.one_of(st.none(), st.integers(1, 8)), st.sampled_from([0, -1, 61, 1.5, True, np.int64(2)]), 20
+    ),
     eta=reals(0.1, 10.0, one_in=20),
     center=st.booleans(),
     solver=sometimes(st.sampled_from(["auto", "dense", "krylov"]), st.just("arpack"), 20),
     n_threads=sometimes(st.sampled_from(N_THREADS), st.sampled_from(BAD_N_THREADS), 20),
     random_state=st.integers(0, 2**32 - 1),
-    tol=st.one_of(st.none(), sometimes(st.sampled_from([1e-10, 1e-4, 1e-300]),
-                                       st.sampled_from([0.0, -1.0, math.nan, math.inf]), 20)),
+    tol=st.one_of(
+        st.none(),
+        sometimes(st.sampled_from([1e-10, 1e-4, 1e-300]), st.sampled_from([0.0, -1.0, math.nan, math.inf]), 20),
+    ),
     max_iter=sometimes(st.sampled_from([None, 1, 3, 50]), st.sampled_from([0, -1, 2.5]), 20),
     scaling=sometimes(st.sampled_from(["hidden", "score", "sklearn"]), st.just("pca"), 20),
     preimage=sometimes(st.sampled_from(["auto", "fixed_point", "smoother", "ridge"]), st.just("none"), 20),
@@ -408,8 +473,19 @@ PCA_PARAMS = dict(
     preimage_max_iter=sometimes(st.sampled_from([100, 1, 10]), st.just(0), 20),
 )
 PCA_DEFAULTS = dict(
-    n_components=None, eta=1.0, center=True, solver="auto", n_threads=None, random_state=0, tol=None,
-    max_iter=None, scaling="hidden", preimage="auto", n_neighbors=10, preimage_alpha=1.0, preimage_max_iter=100,
+    n_components=None,
+    eta=1.0,
+    center=True,
+    solver="auto",
+    n_threads=None,
+    random_state=0,
+    tol=None,
+    max_iter=None,
+    scaling="hidden",
+    preimage="auto",
+    n_neighbors=10,
+    preimage_alpha=1.0,
+    preimage_max_iter=100,
 )
 # Projections come with more columns than any fitted model has; each test cuts them to the model's width.
 MAX_COMPONENTS = 61
@@ -490,50 +566,109 @@ def _fit_and_encode(model, X, X_new, Z, fit_transform, z_extra):
     _check_encodings(model, X, X_new, _first_columns(Z, s + z_extra))
 
 
-@given(data=fit_inputs(), fit_transform=st.booleans(), z_extra=st.sampled_from([0, 0, 0, 1]), **PCA_KERNEL_PARAMS,
-       **PCA_PARAMS)
+@given(
+    data=fit_inputs(),
+    fit_transform=st.booleans(),
+    z_extra=st.sampled_from([0, 0, 0, 1]),
+    **PCA_KERNEL_PARAMS,
+    **PCA_PARAMS,
+)
 # Found by this property: a subnormal eta, by which the eigenvalues are divided.
-@example(data=(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, MAX_COMPONENTS))), fit_transform=False, z_extra=0,
-         kernel="linear", gamma=None, degree=3, coef0=1.0, **{**PCA_DEFAULTS, "eta": 5e-324, "center": False})
+@example(
+    data=(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, MAX_COMPONENTS))),
+    fit_transform=False,
+    z_extra=0,
+    kernel="linear",
+    gamma=None,
+    degree=3,
+    coef0=1.0,
+    **{**PCA_DEFAULTS, "eta": 5e-324, "center": False},
+)
 @contract
 def test_kernel_pca_is_finite_or_raises(data, fit_transform, z_extra, **params):
     _fit_and_encode(KernelPCA(**params), *data, fit_transform, z_extra)
 
 
-@given(data=fit_inputs(precomputed=True), fit_transform=st.booleans(), z_extra=st.sampled_from([0, 0, 0, 1]),
-       **{**PCA_PARAMS, "preimage": sometimes(st.just("auto"), st.sampled_from(["smoother", "ridge"]), 10)})
+@given(
+    data=fit_inputs(precomputed=True),
+    fit_transform=st.booleans(),
+    z_extra=st.sampled_from([0, 0, 0, 1]),
+    **{**PCA_PARAMS, "preimage": sometimes(st.just("auto"), st.sampled_from(["smoother", "ridge"]), 10)},
+)
 # Found by this property: a float32 Gram matrix whose eigenvalue / eta overflows float32; a subnormal
 # eigenvalue that new kernel rows are divided by.
-@example(data=(np.array([[3e38]], np.float32), np.ones((1, 1), np.float32), np.ones((1, MAX_COMPONENTS))),
-         fit_transform=False, z_extra=0, **{**PCA_DEFAULTS, "eta": 0.5, "center": False})
-@example(data=(np.array([[1e-310]]), np.array([[0.125]]), np.ones((1, MAX_COMPONENTS))), fit_transform=False,
-         z_extra=0, **{**PCA_DEFAULTS, "center": False})
+@example(
+    data=(np.array([[3e38]], np.float32), np.ones((1, 1), np.float32), np.ones((1, MAX_COMPONENTS))),
+    fit_transform=False,
+    z_extra=0,
+    **{**PCA_DEFAULTS, "eta": 0.5, "center": False},
+)
+@example(
+    data=(np.array([[1e-310]]), np.array([[0.125]]), np.ones((1, MAX_COMPONENTS))),
+    fit_transform=False,
+    z_extra=0,
+    **{**PCA_DEFAULTS, "center": False},
+)
 @contract
 def test_precomputed_kernel_pca_is_finite_or_raises(data, fit_transform, z_extra, **params):
     _fit_and_encode(KernelPCA(kernel="precomputed", **params), *data, fit_transform, z_extra)
 
 
 @given(
-    X=matrices(st.integers(2, 60), st.integers(1, 8), dtypes=st.sampled_from([np.float64, np.float32]),
-               layouts=st.sampled_from(["C", "F", "list"]), poison=False, scaled=False,
-               distributions=("normal",)),
-    kernel=st.sampled_from(KERNEL_NAMES), n_components=st.one_of(st.none(), st.integers(1, 8)),
-    solver=st.sampled_from(["auto", "dense", "krylov"]), scaling=st.sampled_from(["hidden", "score", "sklearn"]),
-    preimage=st.sampled_from(["auto", "smoother", "ridge"]), center=st.booleans(),
+    X=matrices(
+        st.integers(2, 60),
+        st.integers(1, 8),
+        dtypes=st.sampled_from([np.float64, np.float32]),
+        layouts=st.sampled_from(["C", "F", "list"]),
+        poison=False,
+        scaled=False,
+        distributions=("normal",),
+    ),
+    kernel=st.sampled_from(KERNEL_NAMES),
+    n_components=st.one_of(st.none(), st.integers(1, 8)),
+    solver=st.sampled_from(["auto", "dense", "krylov"]),
+    scaling=st.sampled_from(["hidden", "score", "sklearn"]),
+    preimage=st.sampled_from(["auto", "smoother", "ridge"]),
+    center=st.booleans(),
     new_as=st.sampled_from(["same", "float64", "float32", "list"]),
 )
 # Found by this property: float32 training data with float64 new data; a model left with no component.
-@example(X=np.array([[0.5], [-0.5], [1.0]], np.float32), kernel="rbf", n_components=1, solver="auto",
-         scaling="hidden", preimage="auto", center=True, new_as="float64")
-@example(X=np.array([[1.0], [2.0], [3.0]]), kernel="cosine", n_components=None, solver="auto",
-         scaling="hidden", preimage="ridge", center=True, new_as="same")
+@example(
+    X=np.array([[0.5], [-0.5], [1.0]], np.float32),
+    kernel="rbf",
+    n_components=1,
+    solver="auto",
+    scaling="hidden",
+    preimage="auto",
+    center=True,
+    new_as="float64",
+)
+@example(
+    X=np.array([[1.0], [2.0], [3.0]]),
+    kernel="cosine",
+    n_components=None,
+    solver="auto",
+    scaling="hidden",
+    preimage="ridge",
+    center=True,
+    new_as="same",
+)
 def test_kernel_pca_accepts_ordinary_input(X, kernel, n_components, solver, scaling, preimage, center, new_as):
     """Gaussian samples of moderate size with valid hyperparameters never raise (the contract is not vacuous),
     whatever float dtype or list the new data comes in."""
     X = _ordinary(X)
     n_components = None if n_components is None else min(n_components, len(X))
-    model = KernelPCA(n_components, kernel=kernel, gamma=0.5, degree=2, solver=solver,
-                      scaling=scaling, preimage=preimage, center=center, random_state=0)
+    model = KernelPCA(
+        n_components,
+        kernel=kernel,
+        gamma=0.5,
+        degree=2,
+        solver=solver,
+        scaling=scaling,
+        preimage=preimage,
+        center=center,
+        random_state=0,
+    )
     m = min(7, len(X))
     X_new = X[:m] if new_as == "same" else X[:m].tolist() if new_as == "list" else X[:m].astype(new_as)
     with watchdog():
@@ -551,7 +686,8 @@ def test_kernel_pca_accepts_ordinary_input(X, kernel, n_components, solver, scal
 
 @given(
     method=st.sampled_from(["transform", "inverse_transform", "denoise"]),
-    X=inputs(sizes(10), sizes(8)), kernel=KERNELS,
+    X=inputs(sizes(10), sizes(8)),
+    kernel=KERNELS,
 )
 def test_unfitted_kernel_pca_raises_not_fitted(method, X, kernel):
     with watchdog(), pytest.raises(NotFittedError):
@@ -567,8 +703,10 @@ CORE_THREADS = sometimes(st.sampled_from((None, 1, 2, -1)), st.sampled_from((-5,
 SQUARE_STRUCTURES = st.sampled_from(["gram", "symmetric", "general"])
 CORE_KERNELS = sometimes(st.sampled_from(KERNEL_NAMES), st.sampled_from(["gaussian", "sigmoid"]), 8)
 CORE_KERNEL_PARAMS = dict(
-    gamma=st.one_of(st.none(), reals(1e-3, 10.0)), degree=st.one_of(st.integers(0, 5), reals(0.0, 5.0)),
-    coef0=reals(-2.0, 2.0), n_threads=CORE_THREADS,
+    gamma=st.one_of(st.none(), reals(1e-3, 10.0)),
+    degree=st.one_of(st.integers(0, 5), reals(0.0, 5.0)),
+    coef0=reals(-2.0, 2.0),
+    n_threads=CORE_THREADS,
 )
 
 
@@ -610,13 +748,19 @@ def core_kernel_operands(draw, max_rows, cross):
     d = n_cols(X)
     with_y = cross or draw(st.booleans())
     Y = draw(core_matrices(sizes(40), sometimes(st.just(d), st.just(d + 1), 10), like=X)) if with_y else None
-    W = draw(core_matrices(sometimes(st.just(n_rows(X)), st.just(max(n_rows(X) - 1, 0)), 10),
-                           st.just(n_rows(Y)), like=X)) if with_y else None
+    W = (
+        draw(
+            core_matrices(sometimes(st.just(n_rows(X)), st.just(max(n_rows(X) - 1, 0)), 10), st.just(n_rows(Y)), like=X)
+        )
+        if with_y
+        else None
+    )
     return X, Y, W
 
 
-@given(operands=core_kernel_operands(200, cross=False), kernel=CORE_KERNELS, lower_only=st.booleans(),
-       **CORE_KERNEL_PARAMS)
+@given(
+    operands=core_kernel_operands(200, cross=False), kernel=CORE_KERNELS, lower_only=st.booleans(), **CORE_KERNEL_PARAMS
+)
 @contract
 def test_core_kernel_matrix_is_finite_or_raises(operands, kernel, gamma, degree, coef0, n_threads, lower_only):
     X, Y, _ = operands
@@ -625,8 +769,7 @@ def test_core_kernel_matrix_is_finite_or_raises(operands, kernel, gamma, degree,
     triangle = lower_only and Y is None
     check_result("K", K, (len(X), len(X) if Y is None else len(Y)), X.dtype, finite, triangle)
     # Strided and read-only views give the results of contiguous copies.
-    expected = _core.kernel_matrix(_contiguous(X), _contiguous(Y), kernel, gamma, degree, coef0, n_threads,
-                                   lower_only)
+    expected = _core.kernel_matrix(_contiguous(X), _contiguous(Y), kernel, gamma, degree, coef0, n_threads, lower_only)
     keep = np.tril(np.ones(K.shape, bool)) if triangle else np.ones(K.shape, bool)
     np.testing.assert_allclose(K[keep], expected[keep], **_tolerance(K.dtype, magnitude(expected[keep])))
 
@@ -641,8 +784,10 @@ def test_core_kernel_gradient_is_finite_or_raises(operands, kernel, gamma, degre
 
 
 @given(
-    K=core_matrices(sizes(200), structure=SQUARE_STRUCTURES), n_threads=CORE_THREADS,
-    lower_only=st.booleans(), square=st.sampled_from([True, True, True, False]),
+    K=core_matrices(sizes(200), structure=SQUARE_STRUCTURES),
+    n_threads=CORE_THREADS,
+    lower_only=st.booleans(),
+    square=st.sampled_from([True, True, True, False]),
 )
 @contract
 def test_core_center_kernel_is_finite_or_raises(K, n_threads, lower_only, square):
@@ -657,8 +802,10 @@ def test_core_center_kernel_is_finite_or_raises(K, n_threads, lower_only, square
 
 
 @given(
-    K_rows=core_matrices(sizes(40), sizes(60)), means_size=st.sampled_from([0, 0, 0, 1, -1]),
-    grand_mean=reals(-2.0, 2.0, (0.0, math.nan, math.inf, 1e300)), seed=st.integers(0, 2**32 - 1),
+    K_rows=core_matrices(sizes(40), sizes(60)),
+    means_size=st.sampled_from([0, 0, 0, 1, -1]),
+    grand_mean=reals(-2.0, 2.0, (0.0, math.nan, math.inf, 1e300)),
+    seed=st.integers(0, 2**32 - 1),
     n_threads=CORE_THREADS,
 )
 @contract
@@ -707,18 +854,36 @@ def _with_entry(A, value):
 @given(
     operands=eigsh_operands(),
     n_components=sometimes(st.integers(1, 12), st.sampled_from([-1, 0, 10**6]), 10),
-    tol=st.one_of(st.none(), sometimes(st.sampled_from([1e-10, 1e-4, 1e-2, 1e-300]),
-                                       st.sampled_from([0.0, -1.0, math.nan, math.inf]), 10)),
-    max_iter=sometimes(st.sampled_from([None, 1, 2, 10]), st.sampled_from([0, -1]), 10), n_threads=CORE_THREADS,
+    tol=st.one_of(
+        st.none(),
+        sometimes(st.sampled_from([1e-10, 1e-4, 1e-2, 1e-300]), st.sampled_from([0.0, -1.0, math.nan, math.inf]), 10),
+    ),
+    max_iter=sometimes(st.sampled_from([None, 1, 2, 10]), st.sampled_from([0, -1]), 10),
+    n_threads=CORE_THREADS,
 )
 # Found by this property: entries near 1e200 (residuals overflow), and a start block or matrix that the
 # Krylov iteration cannot orthogonalize (RuntimeError).
-@example(operands=(np.array([[2.0, 1.0], [1.0, 2.0]]) * 1e200, np.ones((2, 1))), n_components=1, tol=None,
-         max_iter=None, n_threads=None)
-@example(operands=(_symmetric(65, 0), _with_entry(np.ones((65, 1)), 1e200)), n_components=1, tol=None,
-         max_iter=None, n_threads=None)
-@example(operands=(_with_entry(_symmetric(65, 0, np.float32), np.inf), np.ones((65, 1), np.float32)),
-         n_components=1, tol=None, max_iter=2, n_threads=None)
+@example(
+    operands=(np.array([[2.0, 1.0], [1.0, 2.0]]) * 1e200, np.ones((2, 1))),
+    n_components=1,
+    tol=None,
+    max_iter=None,
+    n_threads=None,
+)
+@example(
+    operands=(_symmetric(65, 0), _with_entry(np.ones((65, 1)), 1e200)),
+    n_components=1,
+    tol=None,
+    max_iter=None,
+    n_threads=None,
+)
+@example(
+    operands=(_with_entry(_symmetric(65, 0, np.float32), np.inf), np.ones((65, 1), np.float32)),
+    n_components=1,
+    tol=None,
+    max_iter=2,
+    n_threads=None,
+)
 @contract
 def test_core_top_eigsh_is_finite_or_raises(operands, n_components, tol, max_iter, n_threads):
     A, start = operands

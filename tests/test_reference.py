@@ -21,8 +21,7 @@ from rkm.reference import _blocks, _validation
 
 SKLEARN_KERNELS = ["linear", "poly", "rbf", "laplacian", "cosine"]
 # (n_x, n_y, n_features); n_y = None means Y is omitted.
-SHAPES = [(1, None, 1), (1, 1, 1), (7, None, 1), (1, 5, 3), (6, 4, 1),
-          (20, 13, 5), (30, None, 8)]
+SHAPES = [(1, None, 1), (1, 1, 1), (7, None, 1), (1, 5, 3), (6, 4, 1), (20, 13, 5), (30, None, 8)]
 
 
 def _data(n_x, n_y, d, dtype, seed=0):
@@ -41,6 +40,7 @@ def _random_symmetric(n, seed=0, dtype=np.float64):
 # kernel_matrix
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("kernel", SKLEARN_KERNELS)
@@ -54,17 +54,19 @@ def test_kernel_matrix_matches_sklearn(kernel, shape, dtype, reference_tol):
     np.testing.assert_allclose(K, expected, **reference_tol)
 
 
-@pytest.mark.parametrize("kernel, params", [
-    ("poly", dict(gamma=0.3, degree=2, coef0=0.5)),
-    ("poly", dict(gamma=1.0, degree=5, coef0=0.0)),
-    ("rbf", dict(gamma=2.5)),
-    ("laplacian", dict(gamma=0.7)),
-])
+@pytest.mark.parametrize(
+    "kernel, params",
+    [
+        ("poly", dict(gamma=0.3, degree=2, coef0=0.5)),
+        ("poly", dict(gamma=1.0, degree=5, coef0=0.0)),
+        ("rbf", dict(gamma=2.5)),
+        ("laplacian", dict(gamma=0.7)),
+    ],
+)
 def test_kernel_matrix_parameters_match_sklearn(kernel, params):
     X, Y = _data(15, 9, 4, np.float64)
     K = reference.kernel_matrix(X, Y, kernel=kernel, **params)
-    np.testing.assert_allclose(K, pairwise_kernels(X, Y, metric=kernel, **params),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(K, pairwise_kernels(X, Y, metric=kernel, **params), rtol=1e-10, atol=1e-12)
 
 
 def test_kernel_matrix_integer_input_gives_float64():
@@ -147,6 +149,7 @@ def test_kernel_matrix_rejects_feature_mismatch():
 # centring
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_train, n_test", [(1, 1), (2, 3), (40, 11)])
 def test_centering_matches_kernel_centerer(n_train, n_test, dtype, reference_tol):
@@ -188,6 +191,7 @@ def test_centered_linear_kernel_equals_centered_features():
 # --------------------------------------------------------------------------
 # eigensolvers
 # --------------------------------------------------------------------------
+
 
 def _assert_sign_rule(V):
     for v in V.T:
@@ -243,8 +247,7 @@ def _start(n, b, dtype=np.float64):
 @pytest.mark.parametrize("n, s", [(1, 1), (5, 5), (30, 1), (30, 4)])
 def test_top_eigsh_matches_eigh(n, s, dtype):
     A = _random_symmetric(n, seed=n + s, dtype=dtype)
-    w, V, residuals, n_iter, converged = reference.top_eigsh(
-        A, s, _start(n, s + 2, dtype))
+    w, V, residuals, n_iter, converged = reference.top_eigsh(A, s, _start(n, s + 2, dtype))
     w_all, V_all = reference.eigh(A)
     assert w.shape == (s,) and V.shape == (n, s) and residuals.shape == (s,)
     assert w.dtype == V.dtype == dtype
@@ -387,7 +390,8 @@ def test_kernel_top_eigsh_matches_scipy_on_the_explicit_kernel(kernel, n, s, cen
     X, _ = _data(n, None, 4, dtype, seed=25)
     start = _start(n, s + 2, dtype)
     w, V, residuals, n_iter, converged, column_means, grand_mean = reference.kernel_top_eigsh(
-        X, kernel, 0.3, 3, 1.0, center, s, start)
+        X, kernel, 0.3, 3, 1.0, center, s, start
+    )
     K = _direct_kernel(kernel, X.astype(np.float64), X.astype(np.float64), 0.3)
     w_all, V_all = scipy.linalg.eigh(_centred(K) if center else K)
     atol = (1e-4 if dtype == np.float32 else 1e-10) * max(1.0, np.abs(w_all).max())
@@ -403,6 +407,7 @@ def test_kernel_top_eigsh_matches_scipy_on_the_explicit_kernel(kernel, n, s, cen
 # --------------------------------------------------------------------------
 # row blocks
 # --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def small_blocks(monkeypatch):
@@ -441,9 +446,11 @@ def test_products_in_several_blocks(small_blocks, dtype, reference_tol):
     lower = S.copy()
     lower[np.triu_indices(30, 1)] = np.nan  # must not be read
     A64, B64, T64, S64 = (M.astype(np.float64) for M in (A, B, T, S))
-    for got, want in [(reference.block_product(A, B), A64 @ B64),
-                      (reference.block_product(lower, T[:, :2], symmetric=True), S64 @ T64[:, :2]),
-                      (reference.transposed_product(A, T), A64.T @ T64)]:
+    for got, want in [
+        (reference.block_product(A, B), A64 @ B64),
+        (reference.block_product(lower, T[:, :2], symmetric=True), S64 @ T64[:, :2]),
+        (reference.transposed_product(A, T), A64.T @ T64),
+    ]:
         assert got.dtype == dtype
         np.testing.assert_allclose(got, want, **reference_tol)
 
@@ -511,8 +518,7 @@ def test_kernel_matrix_at_a_size_where_numpy_x_xt_crashes():
     # NumPy sends X @ X.T to BLAS's SYRK, whose multi-threaded OpenBLAS version segfaulted on inputs of this
     # shape (20000, 256), float32 too since the reference computes in float64. The reference works in row
     # blocks instead; a child process turns a crash into a test failure.
-    result = subprocess.run([sys.executable, "-c", _LARGE_KERNEL_SCRIPT], capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run([sys.executable, "-c", _LARGE_KERNEL_SCRIPT], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, _exit_description(result)
     # An editable install may print its rebuild log before the result.
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -525,31 +531,39 @@ def test_kernel_matrix_at_a_size_where_numpy_x_xt_crashes():
 # the kernel rules: tanimoto of zero vectors (above), non-finite results
 # --------------------------------------------------------------------------
 
+
 def test_poly_non_integer_degree_needs_a_non_negative_base():
     X = np.array([[1.0, 0.0], [-1.0, 2.0]])
     W = np.ones((2, 2))
-    for call in (lambda: reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=2.5, coef0=0.0),
-                 lambda: reference.kernel_gradient(X, X, W, kernel="poly", gamma=1.0, degree=2.5, coef0=0.0)):
+    for call in (
+        lambda: reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=2.5, coef0=0.0),
+        lambda: reference.kernel_gradient(X, X, W, kernel="poly", gamma=1.0, degree=2.5, coef0=0.0),
+    ):
         with pytest.raises(ValueError, match="^degree: a non-integer degree"):
             call()
     # An integer degree, even given as a float, takes any base; a non-negative base takes any degree.
-    np.testing.assert_allclose(reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=3.0, coef0=0.0),
-                               (X @ X.T) ** 3)
-    np.testing.assert_allclose(reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=2.5, coef0=1.0),
-                               (X @ X.T + 1.0) ** 2.5)
+    np.testing.assert_allclose(
+        reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=3.0, coef0=0.0), (X @ X.T) ** 3
+    )
+    np.testing.assert_allclose(
+        reference.kernel_matrix(X, kernel="poly", gamma=1.0, degree=2.5, coef0=1.0), (X @ X.T + 1.0) ** 2.5
+    )
 
 
 @pytest.mark.filterwarnings("error")  # the overflow is reported by the error alone
 @pytest.mark.parametrize("cross", [False, True])
-@pytest.mark.parametrize("kernel, scale, dtype", [
-    ("linear", 1e160, np.float64),
-    ("poly", 1e100, np.float64),
-    ("rbf", 1e200, np.float64),
-    ("cosine", 1e200, np.float64),
-    ("tanimoto", 1e160, np.float64),
-    ("linear", 1e20, np.float32),
-    ("poly", 1e10, np.float32),
-])
+@pytest.mark.parametrize(
+    "kernel, scale, dtype",
+    [
+        ("linear", 1e160, np.float64),
+        ("poly", 1e100, np.float64),
+        ("rbf", 1e200, np.float64),
+        ("cosine", 1e200, np.float64),
+        ("tanimoto", 1e160, np.float64),
+        ("linear", 1e20, np.float32),
+        ("poly", 1e10, np.float32),
+    ],
+)
 def test_overflowing_kernel_is_an_error(kernel, scale, dtype, cross):
     X = (_data(6, None, 3, np.float64, seed=15)[0] * scale).astype(dtype)
     dtype_name = np.dtype(dtype).name
@@ -577,8 +591,9 @@ def test_overflowing_kernel_gradient_is_an_error():
         reference.kernel_gradient(X, X, np.ones((6, 6)), kernel="poly", gamma=1.0)
     # (x^T y)^0.5 has an unbounded derivative where x^T y = 0.
     with pytest.raises(ValueError, match="^X: the poly kernel gradient overflows float64"):
-        reference.kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0.5,
-                                  coef0=0.0)
+        reference.kernel_gradient(
+            np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0.5, coef0=0.0
+        )
 
 
 @pytest.mark.filterwarnings("error")
@@ -610,8 +625,7 @@ def test_overflowing_fourier_phases_are_an_error():
 
 def test_constant_poly_kernel_has_zero_gradient():
     # degree 0 makes the kernel 1 everywhere, also where the base x^T y vanishes.
-    G = reference.kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0,
-                                  coef0=0.0)
+    G = reference.kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0, coef0=0.0)
     np.testing.assert_array_equal(G, 0.0)
 
 
@@ -627,12 +641,21 @@ def test_large_finite_kernels_are_not_errors():
 # validation
 # --------------------------------------------------------------------------
 
+
 def _inputs():
     rng = np.random.default_rng(17)
     X, Y = rng.normal(size=(6, 3)), rng.normal(size=(4, 3))
-    return dict(X=X, Y=Y, W=rng.normal(size=(6, 4)), A=_random_symmetric(6, seed=17), start=rng.normal(size=(6, 2)),
-                K=pairwise_kernels(X, metric="rbf"), K_rows=pairwise_kernels(Y, X, metric="rbf"),
-                weights=rng.normal(size=(3, 5)), offset=rng.uniform(0, 2 * np.pi, size=5))
+    return dict(
+        X=X,
+        Y=Y,
+        W=rng.normal(size=(6, 4)),
+        A=_random_symmetric(6, seed=17),
+        start=rng.normal(size=(6, 2)),
+        K=pairwise_kernels(X, metric="rbf"),
+        K_rows=pairwise_kernels(Y, X, metric="rbf"),
+        weights=rng.normal(size=(3, 5)),
+        offset=rng.uniform(0, 2 * np.pi, size=5),
+    )
 
 
 # (argument named in the error, call with that argument poisoned by the given value)
@@ -645,36 +668,59 @@ NON_FINITE_CASES = {
     "center_kernel-K": ("K", lambda d, v: reference.center_kernel(poisoned(d["K"], v))),
     "center_kernel-lower-K": ("K", lambda d, v: reference.center_kernel(poisoned(d["K"], v), lower_only=True)),
     "center_kernel_rows-K_rows": (
-        "K_rows", lambda d, v: reference.center_kernel_rows(poisoned(d["K_rows"], v), d["K"].mean(0), 0.5)),
+        "K_rows",
+        lambda d, v: reference.center_kernel_rows(poisoned(d["K_rows"], v), d["K"].mean(0), 0.5),
+    ),
     "center_kernel_rows-column_means": (
         "column_means",
-        lambda d, v: reference.center_kernel_rows(d["K_rows"], poisoned(d["K"].mean(0), v, 1), 0.5)),
+        lambda d, v: reference.center_kernel_rows(d["K_rows"], poisoned(d["K"].mean(0), v, 1), 0.5),
+    ),
     "center_kernel_rows-grand_mean": (
-        "grand_mean", lambda d, v: reference.center_kernel_rows(d["K_rows"], d["K"].mean(0), v)),
+        "grand_mean",
+        lambda d, v: reference.center_kernel_rows(d["K_rows"], d["K"].mean(0), v),
+    ),
     "eigh-A": ("A", lambda d, v: reference.eigh(poisoned(d["A"], v))),
     "top_eigsh-A": ("A", lambda d, v: reference.top_eigsh(poisoned(d["A"], v), 2, d["start"])),
     "top_eigsh-start": ("start", lambda d, v: reference.top_eigsh(d["A"], 2, poisoned(d["start"], v))),
     "top_eigsh_operator-start": (
-        "start", lambda d, v: reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, 2, poisoned(d["start"], v))),
+        "start",
+        lambda d, v: reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, 2, poisoned(d["start"], v)),
+    ),
     "top_eigsh_operator-matmat": (
-        "matmat", lambda d, v: reference.top_eigsh_operator(lambda B: poisoned(d["A"], v), 6, 2, d["start"])),
+        "matmat",
+        lambda d, v: reference.top_eigsh_operator(lambda B: poisoned(d["A"], v), 6, 2, d["start"]),
+    ),
     "block_product-A": ("A", lambda d, v: reference.block_product(poisoned(d["A"], v), d["start"])),
     "block_product-lower-A": (
-        "A", lambda d, v: reference.block_product(poisoned(d["A"], v), d["start"], symmetric=True)),
+        "A",
+        lambda d, v: reference.block_product(poisoned(d["A"], v), d["start"], symmetric=True),
+    ),
     "block_product-X": ("X", lambda d, v: reference.block_product(d["A"], poisoned(d["start"], v))),
     "transposed_product-A": ("A", lambda d, v: reference.transposed_product(poisoned(d["A"], v), d["start"])),
     "transposed_product-B": ("B", lambda d, v: reference.transposed_product(d["A"], poisoned(d["start"], v))),
     "kernel_product-X": ("X", lambda d, v: reference.kernel_product(poisoned(d["X"], v), d["Y"], d["W"].T)),
     "kernel_product-Y": ("Y", lambda d, v: reference.kernel_product(d["X"], poisoned(d["Y"], v), d["W"].T)),
     "kernel_product-B": ("B", lambda d, v: reference.kernel_product(d["X"], None, poisoned(d["start"], v))),
-    "fourier_features-X": ("X", lambda d, v: reference.fourier_features(poisoned(d["X"], v), d["weights"], d["offset"])),
-    "fourier_features-W": ("W", lambda d, v: reference.fourier_features(d["X"], poisoned(d["weights"], v), d["offset"])),
+    "fourier_features-X": (
+        "X",
+        lambda d, v: reference.fourier_features(poisoned(d["X"], v), d["weights"], d["offset"]),
+    ),
+    "fourier_features-W": (
+        "W",
+        lambda d, v: reference.fourier_features(d["X"], poisoned(d["weights"], v), d["offset"]),
+    ),
     "fourier_features-offset": (
-        "offset", lambda d, v: reference.fourier_features(d["X"], d["weights"], poisoned(d["offset"], v, 1))),
+        "offset",
+        lambda d, v: reference.fourier_features(d["X"], d["weights"], poisoned(d["offset"], v, 1)),
+    ),
     "kernel_top_eigsh-X": (
-        "X", lambda d, v: reference.kernel_top_eigsh(poisoned(d["X"], v), "rbf", 0.5, 3, 1.0, True, 2, d["start"])),
+        "X",
+        lambda d, v: reference.kernel_top_eigsh(poisoned(d["X"], v), "rbf", 0.5, 3, 1.0, True, 2, d["start"]),
+    ),
     "kernel_top_eigsh-start": (
-        "start", lambda d, v: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, poisoned(d["start"], v))),
+        "start",
+        lambda d, v: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, poisoned(d["start"], v)),
+    ),
 }
 
 
@@ -714,14 +760,28 @@ def test_poly_gamma_must_be_finite(gamma):
 @pytest.mark.parametrize("gamma", [-0.5, 0.0])
 def test_poly_takes_any_finite_gamma(gamma):
     X = _inputs()["X"]
-    np.testing.assert_allclose(reference.kernel_matrix(X, kernel="poly", gamma=gamma),
-                               pairwise_kernels(X, metric="poly", gamma=gamma, degree=3, coef0=1.0), rtol=1e-12)
+    np.testing.assert_allclose(
+        reference.kernel_matrix(X, kernel="poly", gamma=gamma),
+        pairwise_kernels(X, metric="poly", gamma=gamma, degree=3, coef0=1.0),
+        rtol=1e-12,
+    )
 
 
-@pytest.mark.parametrize("argument, value", [
-    ("degree", -1), ("degree", np.nan), ("degree", np.inf), ("degree", "3"), ("degree", True), ("degree", None),
-    ("coef0", np.nan), ("coef0", -np.inf), ("coef0", "1"), ("coef0", None),
-])
+@pytest.mark.parametrize(
+    "argument, value",
+    [
+        ("degree", -1),
+        ("degree", np.nan),
+        ("degree", np.inf),
+        ("degree", "3"),
+        ("degree", True),
+        ("degree", None),
+        ("coef0", np.nan),
+        ("coef0", -np.inf),
+        ("coef0", "1"),
+        ("coef0", None),
+    ],
+)
 def test_poly_degree_and_coef0_are_validated(argument, value):
     d = _inputs()
     with pytest.raises(ValueError, match=f"^{argument}: "):
@@ -786,10 +846,14 @@ BAD_SHAPE_CASES = {
     "fourier offset length": ("offset", lambda d: reference.fourier_features(d["X"], d["weights"], d["offset"][:4])),
     "fourier offset 2-D": ("offset", lambda d: reference.fourier_features(d["X"], d["weights"], d["offset"][None])),
     "fourier offset complex": ("offset", lambda d: reference.fourier_features(d["X"], d["weights"], d["offset"] + 1j)),
-    "kernel_top_eigsh X 1-D": ("X", lambda d: reference.kernel_top_eigsh(d["X"][0], "rbf", 0.5, 3, 1.0, True, 1,
-                                                                          d["start"])),
-    "kernel_top_eigsh start rows": ("start", lambda d: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2,
-                                                                                   d["start"][:5])),
+    "kernel_top_eigsh X 1-D": (
+        "X",
+        lambda d: reference.kernel_top_eigsh(d["X"][0], "rbf", 0.5, 3, 1.0, True, 1, d["start"]),
+    ),
+    "kernel_top_eigsh start rows": (
+        "start",
+        lambda d: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, d["start"][:5]),
+    ),
 }
 
 
@@ -811,10 +875,20 @@ def test_in_place_routines_need_float_ndarrays(function):
             getattr(reference, function)(bad, *args)
 
 
-@pytest.mark.parametrize("argument, value", [
-    ("n_components", 0), ("n_components", 7), ("n_components", 2.0), ("n_components", True),
-    ("tol", 0.0), ("tol", -1e-3), ("tol", np.nan), ("max_iter", 0), ("max_iter", 1.5),
-])
+@pytest.mark.parametrize(
+    "argument, value",
+    [
+        ("n_components", 0),
+        ("n_components", 7),
+        ("n_components", 2.0),
+        ("n_components", True),
+        ("tol", 0.0),
+        ("tol", -1e-3),
+        ("tol", np.nan),
+        ("max_iter", 0),
+        ("max_iter", 1.5),
+    ],
+)
 def test_top_eigsh_arguments_are_validated(argument, value):
     d = _inputs()
     args = dict(n_components=2, start=d["start"]) | {argument: value}
@@ -838,8 +912,9 @@ def test_kernel_top_eigsh_validates_the_kernel(argument, value):
     d = _inputs()
     kernel_args = dict(kernel="poly" if argument in ("degree", "coef0") else "rbf", gamma=0.5, degree=3, coef0=1.0)
     with pytest.raises(ValueError, match=f"^{argument}: "):
-        reference.kernel_top_eigsh(d["X"], **(kernel_args | {argument: value}), center=True, n_components=2,
-                                   start=d["start"])
+        reference.kernel_top_eigsh(
+            d["X"], **(kernel_args | {argument: value}), center=True, n_components=2, start=d["start"]
+        )
 
 
 # Every public function, called with valid inputs and the given n_threads.
@@ -850,38 +925,58 @@ THREADED_CALLS = {
     "center_kernel_rows": lambda d, t: reference.center_kernel_rows(d["K_rows"], d["K"].mean(0), 0.5, n_threads=t),
     "eigh": lambda d, t: reference.eigh(d["A"], n_threads=t),
     "top_eigsh": lambda d, t: reference.top_eigsh(d["A"], 2, d["start"], n_threads=t),
-    "top_eigsh_operator": lambda d, t: reference.top_eigsh_operator(lambda B: d["A"] @ B, 6, 2, d["start"],
-                                                                    n_threads=t),
+    "top_eigsh_operator": lambda d, t: reference.top_eigsh_operator(
+        lambda B: d["A"] @ B, 6, 2, d["start"], n_threads=t
+    ),
     "block_product": lambda d, t: reference.block_product(d["A"], d["start"], n_threads=t),
     "transposed_product": lambda d, t: reference.transposed_product(d["A"], d["start"], n_threads=t),
     "kernel_product": lambda d, t: reference.kernel_product(d["X"], d["Y"], d["W"].T, n_threads=t),
     "fourier_features": lambda d, t: reference.fourier_features(d["X"], d["weights"], d["offset"], n_threads=t),
-    "kernel_top_eigsh": lambda d, t: reference.kernel_top_eigsh(d["X"], "rbf", 0.5, 3, 1.0, True, 2, d["start"],
-                                                                n_threads=t),
+    "kernel_top_eigsh": lambda d, t: reference.kernel_top_eigsh(
+        d["X"], "rbf", 0.5, 3, 1.0, True, 2, d["start"], n_threads=t
+    ),
     "lssvm_dual_solve": lambda d, t: reference.lssvm_dual_solve(d["K"], d["start"], n_threads=t),
     "lssvm_dual_fit": lambda d, t: reference.lssvm_dual_fit(d["X"], d["start"], n_threads=t),
     "lssvm_dual_fit_mixed": lambda d, t: reference.lssvm_dual_fit_mixed(d["X"], d["start"], n_threads=t),
     "deep_levelwise_lssvm_kpca_kpca": lambda d, t: reference.deep_levelwise_lssvm_kpca_kpca(
-        d["K"], d["start"][:, :1], (1, 1, 1), 0.1, (2, 1), 1, n_threads=t),
+        d["K"], d["start"][:, :1], (1, 1, 1), 0.1, (2, 1), 1, n_threads=t
+    ),
     "deep_levelwise_kpca_kpca_lssvm": lambda d, t: reference.deep_levelwise_kpca_kpca_lssvm(
-        d["K"], d["start"][:, :1], (1, 1, 1), 0.1, (2, 1), 1, n_threads=t),
+        d["K"], d["start"][:, :1], (1, 1, 1), 0.1, (2, 1), 1, n_threads=t
+    ),
     "deep_reduced_set_objective": lambda d, t: reference.deep_reduced_set_objective(
-        *_deep_threaded_problem(d), n_threads=t),
+        *_deep_threaded_problem(d), n_threads=t
+    ),
     "deep_reduced_set_forward": lambda d, t: reference.deep_reduced_set_forward(
-        _deep_threaded_problem(d)[0], _deep_threaded_problem(d)[1], (2, 1, 1, 1), ("rbf", 0.5, 3, 1.0),
-        ("rbf", 0.5, 3, 1.0), (1, 1, 1), n_threads=t),
+        _deep_threaded_problem(d)[0],
+        _deep_threaded_problem(d)[1],
+        (2, 1, 1, 1),
+        ("rbf", 0.5, 3, 1.0),
+        ("rbf", 0.5, 3, 1.0),
+        (1, 1, 1),
+        n_threads=t,
+    ),
     "polar_orthonormalize": lambda d, t: reference.polar_orthonormalize(d["start"], n_threads=t),
     "stiefel_minimize": lambda d, t: reference.stiefel_minimize(
-        lambda H: (-0.5 * np.sum(H * (d["A"] @ H)), -d["A"] @ H), np.linalg.qr(d["start"])[0], "pg", 1e-6, 2,
-        n_threads=t),
+        lambda H: (-0.5 * np.sum(H * (d["A"] @ H)), -d["A"] @ H),
+        np.linalg.qr(d["start"])[0],
+        "pg",
+        1e-6,
+        2,
+        n_threads=t,
+    ),
     "constr_drkm_objective": lambda d, t: reference.constr_drkm_objective(
-        d["start"], d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t),
+        d["start"], d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t
+    ),
     "ConstrainedDeepObjective": lambda d, t: reference.ConstrainedDeepObjective(
-        d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t).evaluate(d["start"]),
-    "levelwise_init": lambda d, t: reference.levelwise_init(d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False,
-                                                            n_threads=t),
+        d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t
+    ).evaluate(d["start"]),
+    "levelwise_init": lambda d, t: reference.levelwise_init(
+        d["K"], [("rbf", 0.5, 3, 1.0)], (1, 1), (1.0, 1.0), False, n_threads=t
+    ),
     "kae_loss_and_grad": lambda d, t: reference.kae_loss_and_grad(
-        d["X"], [d["start"], 0.1 * d["X"]], [("rbf", 0.5, 3, 1.0)] * 2, None, [1e-3, 1e-3], n_threads=t),
+        d["X"], [d["start"], 0.1 * d["X"]], [("rbf", 0.5, 3, 1.0)] * 2, None, [1e-3, 1e-3], n_threads=t
+    ),
 }
 
 
@@ -890,8 +985,21 @@ def _deep_threaded_problem(d):
     K1 = np.ascontiguousarray(d["K"][:, :2])
     theta = np.concatenate([np.full(2 * 3, 0.1), [0.0], [1.0, 1.0]])
     kernel = ("rbf", 0.5, 3, 1.0)
-    return (theta, K1, np.ascontiguousarray(d["K"][:2, :2]), d["start"][:, :1], (2, 1, 1, 1), kernel, kernel,
-            (1, 1, 1), 0.1, 1.0, 0.0, "H", "full")
+    return (
+        theta,
+        K1,
+        np.ascontiguousarray(d["K"][:2, :2]),
+        d["start"][:, :1],
+        (2, 1, 1, 1),
+        kernel,
+        kernel,
+        (1, 1, 1),
+        0.1,
+        1.0,
+        0.0,
+        "H",
+        "full",
+    )
 
 
 def test_every_public_function_takes_n_threads():
@@ -905,8 +1013,7 @@ def test_n_threads_is_validated(function, n_threads):
         THREADED_CALLS[function](_inputs(), n_threads)
 
 
-@pytest.mark.parametrize("n_threads, expected", [(None, None), (1, 1), (3, 3), (-1, os.cpu_count()),
-                                                 (-10**6, 1)])
+@pytest.mark.parametrize("n_threads, expected", [(None, None), (1, 1), (3, 3), (-1, os.cpu_count()), (-(10**6), 1)])
 @pytest.mark.parametrize("function", sorted(THREADED_CALLS))
 def test_n_threads_limits_the_blas_threads(monkeypatch, function, n_threads, expected):
     calls = []
@@ -972,9 +1079,21 @@ def _deep_problem(p, kernel1="rbf", n=30, m=5, s1=2, s2=2, seed=0):
 
 def _deep_objective(problem, kernel2, kernel3, regularizer, objective, theta=None):
     theta = problem["theta"] if theta is None else theta
-    return deep_reduced_set_objective(theta, problem["K1"], problem["G1"], problem["Y"], problem["dims"],
-                                      DEEP_KERNELS[kernel2], DEEP_KERNELS[kernel3], DEEP_ETAS, DEEP_LAM3,
-                                      DEEP_C_STAB, DEEP_C0, regularizer, objective)
+    return deep_reduced_set_objective(
+        theta,
+        problem["K1"],
+        problem["G1"],
+        problem["Y"],
+        problem["dims"],
+        DEEP_KERNELS[kernel2],
+        DEEP_KERNELS[kernel3],
+        DEEP_ETAS,
+        DEEP_LAM3,
+        DEEP_C_STAB,
+        DEEP_C0,
+        regularizer,
+        objective,
+    )
 
 
 def _deep_blocks(theta, dims):
@@ -1009,9 +1128,16 @@ def test_deep_reduced_set_taylor_remainder_is_second_order():
     direction /= np.linalg.norm(direction)
     # Small enough for the quadratic term to dominate, large enough for it to stand above rounding.
     steps = np.array([1e-3, 1e-4, 1e-5])
-    remainders = np.array([abs(_deep_objective(problem, "rbf", "poly", "W", "full",
-                                               problem["theta"] + t * direction)[0] - f - t * grad @ direction)
-                           for t in steps])
+    remainders = np.array(
+        [
+            abs(
+                _deep_objective(problem, "rbf", "poly", "W", "full", problem["theta"] + t * direction)[0]
+                - f
+                - t * grad @ direction
+            )
+            for t in steps
+        ]
+    )
     slopes = np.log10(remainders[:-1] / remainders[1:])
     np.testing.assert_allclose(slopes, 2.0, atol=0.05)
 
@@ -1019,7 +1145,7 @@ def test_deep_reduced_set_taylor_remainder_is_second_order():
 def _deep_terms_from_explicit_maps(problem, regularizer):
     """J1, J2, J3 with every level linear: explicit W~ of eq 5.2 and e_i = W~^T phi(input_i) (eq 5.4)."""
     eta1, eta2, eta3 = DEEP_ETAS
-    X, Xr = problem["X"], problem["X"][:problem["dims"][0]]
+    X, Xr = problem["X"], problem["X"][: problem["dims"][0]]
     A1, A2, A3, b, l1, l2 = _deep_blocks(problem["theta"], problem["dims"])
     W1, W2, W3 = Xr.T @ A1 / eta1, A1.T @ A2 / eta2, A2.T @ A3 / eta3
     E1 = X @ W1
@@ -1057,8 +1183,13 @@ def test_deep_reduced_set_terms_match_eq_5_4_sample_by_sample(kernel2, kernel3):
 
     def k(spec, U, V):
         name, gamma, degree, coef0 = spec
-        return pairwise_kernels(U, V, metric=name, **({} if name == "linear" else dict(gamma=gamma)),
-                                **(dict(degree=degree, coef0=coef0) if name == "poly" else {}))
+        return pairwise_kernels(
+            U,
+            V,
+            metric=name,
+            **({} if name == "linear" else dict(gamma=gamma)),
+            **(dict(degree=degree, coef0=coef0) if name == "poly" else {}),
+        )
 
     E1, E2, Yhat = [], [], []
     for k1_row in problem["K1"]:
@@ -1073,8 +1204,11 @@ def test_deep_reduced_set_terms_match_eq_5_4_sample_by_sample(kernel2, kernel3):
     # Tr(W~_l^T W~_l) = Tr(A_l^T G_l A_l) / eta_l^2 (eq 5.2).
     G = [problem["G1"], k(k2, A1, A1), k(k3, A2, A2)]
     Rg = [eta / 2 * np.trace(A.T @ Gl @ A) / eta**2 for eta, A, Gl in zip(DEEP_ETAS, (A1, A2, A3), G)]
-    expected = [-0.5 * np.sum(E1**2 / l1) + Rg[0], -0.5 * np.sum(E2**2 / l2) + Rg[1],
-                np.sum((problem["Y"] - Yhat) ** 2) / (2 * DEEP_LAM3) + Rg[2]]
+    expected = [
+        -0.5 * np.sum(E1**2 / l1) + Rg[0],
+        -0.5 * np.sum(E2**2 / l2) + Rg[1],
+        np.sum((problem["Y"] - Yhat) ** 2) / (2 * DEEP_LAM3) + Rg[2],
+    ]
     _, _, terms = _deep_objective(problem, kernel2, kernel3, "W", "full")
     np.testing.assert_allclose(terms, expected, rtol=1e-11)
 
@@ -1129,8 +1263,9 @@ def _assert_eigen_equation(A, H, eigenvalues):
 def test_deep_levelwise_4_18_first_level_1_step_is_the_ls_svm(fit_intercept):
     d = _levelwise_problem(p=2)
     etas, lam = (1.5, 0.2, 0.3), 0.05
-    result = deep_levelwise_lssvm_kpca_kpca(d["K1"], d["Y"], etas, lam, (2, 1), 1, "forward",
-                                            fit_intercept=fit_intercept)
+    result = deep_levelwise_lssvm_kpca_kpca(
+        d["K1"], d["Y"], etas, lam, (2, 1), 1, "forward", fit_intercept=fit_intercept
+    )
     H, b, _ = reference.lssvm_dual_solve(d["K1"], d["Y"], etas[0], lam, fit_intercept)
     np.testing.assert_allclose(result["H1"], H, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(result["b"], b, rtol=1e-10, atol=1e-12)
@@ -1162,11 +1297,13 @@ def _j_deep_4_13(K_features, Y, r, eta1, eta2, eta3, lam):
     """Eq 4.13 with explicit W1, W2, W3 of eq 4.15 (linear phi1 = the rows of K_features, linear phi2, phi3)."""
     H1, H2, H3, b = r["H1"], r["H2"], r["H3"], r["b"]
     W1, W2, W3 = K_features.T @ H1 / eta1, H1.T @ H2 / eta2, H2.T @ H3 / eta3
-    level1 = (np.sum((Y - K_features @ W1 - b) * H1) - lam / 2 * np.sum(H1**2) + eta1 / 2 * np.sum(W1**2))
-    level2 = (-np.sum((H1 @ W2) * H2) + 0.5 * np.sum(r["eigenvalues2"] * np.sum(H2**2, axis=0))
-              + eta2 / 2 * np.sum(W2**2))
-    level3 = (-np.sum((H2 @ W3) * H3) + 0.5 * np.sum(r["eigenvalues3"] * np.sum(H3**2, axis=0))
-              + eta3 / 2 * np.sum(W3**2))
+    level1 = np.sum((Y - K_features @ W1 - b) * H1) - lam / 2 * np.sum(H1**2) + eta1 / 2 * np.sum(W1**2)
+    level2 = (
+        -np.sum((H1 @ W2) * H2) + 0.5 * np.sum(r["eigenvalues2"] * np.sum(H2**2, axis=0)) + eta2 / 2 * np.sum(W2**2)
+    )
+    level3 = (
+        -np.sum((H2 @ W3) * H3) + 0.5 * np.sum(r["eigenvalues3"] * np.sum(H3**2, axis=0)) + eta3 / 2 * np.sum(W3**2)
+    )
     return level1 + level2 + level3
 
 
@@ -1176,8 +1313,13 @@ def test_deep_levelwise_4_18_passes():
     K1 = X @ X.T
     n, (eta1, eta2, eta3), lam = 25, (1.0, 0.5, 0.25), 0.1
     result = deep_levelwise_lssvm_kpca_kpca(K1, d["Y"], (eta1, eta2, eta3), lam, (3, 2), 3)
-    assert [step for step, _ in result["history"]] == ["forward L1", "forward L2", "forward L3", "backward L2",
-                                                       "backward L1"] * 3
+    assert [step for step, _ in result["history"]] == [
+        "forward L1",
+        "forward L2",
+        "forward L3",
+        "backward L2",
+        "backward L1",
+    ] * 3
     assert result["objective"] == result["history"][-1][1]
     # The last step is level 1, so its equation holds with the final H2.
     A1 = K1 / eta1 + result["H2"] @ result["H2"].T / eta2 + lam * np.eye(n)
@@ -1214,10 +1356,14 @@ def _j_deep_4_6(K_features, Y, r, eta1, eta2, eta3, lam):
     """Eq 4.6 with explicit W1, W2, W3 of eq 4.8 and Lambda1, Lambda2 for lam1, lam2 (linear phi1, phi2, phi3)."""
     H1, H2, H3, b = r["H1"], r["H2"], r["H3"], r["b"]
     W1, W2, W3 = K_features.T @ H1 / eta1, H1.T @ H2 / eta2, H2.T @ H3 / eta3
-    level1 = (-np.sum((K_features @ W1) * H1) + 0.5 * np.sum(r["eigenvalues1"] * np.sum(H1**2, axis=0))
-              + eta1 / 2 * np.sum(W1**2))
-    level2 = (-np.sum((H1 @ W2) * H2) + 0.5 * np.sum(r["eigenvalues2"] * np.sum(H2**2, axis=0))
-              + eta2 / 2 * np.sum(W2**2))
+    level1 = (
+        -np.sum((K_features @ W1) * H1)
+        + 0.5 * np.sum(r["eigenvalues1"] * np.sum(H1**2, axis=0))
+        + eta1 / 2 * np.sum(W1**2)
+    )
+    level2 = (
+        -np.sum((H1 @ W2) * H2) + 0.5 * np.sum(r["eigenvalues2"] * np.sum(H2**2, axis=0)) + eta2 / 2 * np.sum(W2**2)
+    )
     level3 = np.sum((Y - H2 @ W3 - b) * H3) - lam / 2 * np.sum(H3**2) + eta3 / 2 * np.sum(W3**2)
     return level1 + level2 + level3
 
@@ -1229,8 +1375,9 @@ def test_deep_levelwise_4_11_passes(phases):
     K1 = X @ X.T
     (eta1, eta2, eta3), lam = (1.0, 0.5, 0.25), 0.1
     result = deep_levelwise_kpca_kpca_lssvm(K1, d["Y"], (eta1, eta2, eta3), lam, (2, 3), 2, phases)
-    steps = ["forward L1", "forward L2", "forward L3"] + (["backward L2", "backward L1"]
-                                                          if phases == "forward_backward" else [])
+    steps = ["forward L1", "forward L2", "forward L3"] + (
+        ["backward L2", "backward L1"] if phases == "forward_backward" else []
+    )
     assert [step for step, _ in result["history"]] == steps * 2
     assert result["objective"] == result["history"][-1][1]
     assert result["objective"] == pytest.approx(_j_deep_4_6(X, d["Y"], result, eta1, eta2, eta3, lam), rel=1e-10)
@@ -1250,10 +1397,21 @@ def test_deep_levelwise_4_11_passes(phases):
 
 def _deep_valid_arguments():
     problem = _deep_problem(2)
-    objective = dict(theta=problem["theta"], K1=problem["K1"], G1=problem["G1"], Y=problem["Y"],
-                     dims=problem["dims"], kernel2=DEEP_KERNELS["rbf"], kernel3=DEEP_KERNELS["poly"],
-                     etas=DEEP_ETAS, lam3=DEEP_LAM3, c_stab=DEEP_C_STAB, c0=DEEP_C0, regularizer="W",
-                     objective="full")
+    objective = dict(
+        theta=problem["theta"],
+        K1=problem["K1"],
+        G1=problem["G1"],
+        Y=problem["Y"],
+        dims=problem["dims"],
+        kernel2=DEEP_KERNELS["rbf"],
+        kernel3=DEEP_KERNELS["poly"],
+        etas=DEEP_ETAS,
+        lam3=DEEP_LAM3,
+        c_stab=DEEP_C_STAB,
+        c0=DEEP_C0,
+        regularizer="W",
+        objective="full",
+    )
     d = _levelwise_problem(n=8, p=1)
     levelwise = dict(K1=d["K1"], Y=d["Y"], etas=(1.0, 1.0, 1.0), lam=0.1, n_components=(2, 1), n_passes=1)
     return objective, levelwise
@@ -1267,15 +1425,35 @@ def _with_l_entry(theta, value):
 
 # (argument named in the error, the bad value or a function of the valid arguments giving it)
 DEEP_OBJECTIVE_BAD = [
-    ("theta", lambda a: a["theta"][:-1]), ("theta", lambda a: _with_l_entry(a["theta"], 0.0)),
-    ("theta", lambda a: _with_l_entry(a["theta"], -1.0)), ("theta", lambda a: _with_l_entry(a["theta"], np.nan)),
-    ("theta", lambda a: a["theta"][None]), ("K1", lambda a: a["K1"][:, :4]), ("K1", lambda a: a["K1"][0]),
-    ("G1", lambda a: a["G1"][:4]), ("Y", lambda a: a["Y"][:, :1]), ("Y", lambda a: a["Y"][:-1]),
-    ("dims", (5, 2, 2)), ("dims", (5, 0, 2, 2)), ("dims", (5, 2.0, 2, 2)), ("dims", [5, [2, 2], 2]),
-    ("kernel2", ("sigmoid", 0.5, 3, 1.0)), ("kernel2", "rbf"), ("kernel3", ("rbf", -0.5, 3, 1.0)),
-    ("kernel3", ("poly", 0.5, -1, 1.0)), ("kernel3", ("poly", 0.5, 3, np.nan)), ("etas", (1.0, 0.0, 1.0)),
-    ("etas", (1.0, 1.0)), ("etas", [1.0, [1.0], 1.0]), ("lam3", 0.0), ("lam3", np.inf), ("c_stab", -1.0), ("c0", -0.1),
-    ("regularizer", "Tr"), ("objective", "b"), ("n_threads", 0),
+    ("theta", lambda a: a["theta"][:-1]),
+    ("theta", lambda a: _with_l_entry(a["theta"], 0.0)),
+    ("theta", lambda a: _with_l_entry(a["theta"], -1.0)),
+    ("theta", lambda a: _with_l_entry(a["theta"], np.nan)),
+    ("theta", lambda a: a["theta"][None]),
+    ("K1", lambda a: a["K1"][:, :4]),
+    ("K1", lambda a: a["K1"][0]),
+    ("G1", lambda a: a["G1"][:4]),
+    ("Y", lambda a: a["Y"][:, :1]),
+    ("Y", lambda a: a["Y"][:-1]),
+    ("dims", (5, 2, 2)),
+    ("dims", (5, 0, 2, 2)),
+    ("dims", (5, 2.0, 2, 2)),
+    ("dims", [5, [2, 2], 2]),
+    ("kernel2", ("sigmoid", 0.5, 3, 1.0)),
+    ("kernel2", "rbf"),
+    ("kernel3", ("rbf", -0.5, 3, 1.0)),
+    ("kernel3", ("poly", 0.5, -1, 1.0)),
+    ("kernel3", ("poly", 0.5, 3, np.nan)),
+    ("etas", (1.0, 0.0, 1.0)),
+    ("etas", (1.0, 1.0)),
+    ("etas", [1.0, [1.0], 1.0]),
+    ("lam3", 0.0),
+    ("lam3", np.inf),
+    ("c_stab", -1.0),
+    ("c0", -0.1),
+    ("regularizer", "Tr"),
+    ("objective", "b"),
+    ("n_threads", 0),
 ]
 
 
@@ -1292,10 +1470,20 @@ def test_deep_reduced_set_bad_input_names_the_argument(name, bad):
 
 
 DEEP_LEVELWISE_BAD = [
-    ("K1", lambda a: a["K1"][:, :7]), ("K1", lambda a: poisoned(a["K1"], np.nan)), ("Y", lambda a: a["Y"][:7]),
-    ("etas", (1.0, -1.0, 1.0)), ("lam", 0.0), ("n_components", (0, 1)), ("n_components", (9, 1)),
-    ("n_components", (2,)), ("n_passes", 0), ("n_passes", 1.5), ("phases", "backward"),
-    ("H2", lambda a: np.zeros((8, 3))), ("H3", lambda a: np.zeros((7, 1))), ("fit_intercept", "yes"),
+    ("K1", lambda a: a["K1"][:, :7]),
+    ("K1", lambda a: poisoned(a["K1"], np.nan)),
+    ("Y", lambda a: a["Y"][:7]),
+    ("etas", (1.0, -1.0, 1.0)),
+    ("lam", 0.0),
+    ("n_components", (0, 1)),
+    ("n_components", (9, 1)),
+    ("n_components", (2,)),
+    ("n_passes", 0),
+    ("n_passes", 1.5),
+    ("phases", "backward"),
+    ("H2", lambda a: np.zeros((8, 3))),
+    ("H3", lambda a: np.zeros((7, 1))),
+    ("fit_intercept", "yes"),
     ("n_threads", 0),
 ]
 

@@ -112,10 +112,18 @@ ESTIMATORS = [
     DeepRKM(task="regression", n_passes=2),
     DeepRKM(task="classification", n_passes=2),
     DeepRKM("kpca_kpca_lssvm", n_components=(2, 2), task="regression", n_passes=2),
-    DeepRKM("kpca_kpca_lssvm", solver="reduced_set", n_components=(2, 1), n_reduced=10, max_iter=50,
-            task="classification", random_state=0),
-    DeepRKM("kpca_kpca_lssvm", solver="feedforward", n_components=(2, 1), max_iter=200, task="regression",
-            random_state=0),
+    DeepRKM(
+        "kpca_kpca_lssvm",
+        solver="reduced_set",
+        n_components=(2, 1),
+        n_reduced=10,
+        max_iter=50,
+        task="classification",
+        random_state=0,
+    ),
+    DeepRKM(
+        "kpca_kpca_lssvm", solver="feedforward", n_components=(2, 1), max_iter=200, task="regression", random_state=0
+    ),
     ConstrainedDeepRKM((2, 1), max_iter=50),
     KernelAutoencoder(max_iter=20, random_state=0),
     KernelAutoencoder(kernel="precomputed", max_iter=20, random_state=0),
@@ -235,5 +243,6 @@ def _default_instance(cls):
     """An instance with the parameters that have no default filled in."""
     required = {"n_components": 2, "lag": 3}
     parameters = inspect.signature(cls.__init__).parameters.values()
-    return cls(**{p.name: required[p.name] for p in parameters if p.default is inspect.Parameter.empty
-                  and p.name != "self"})
+    return cls(
+        **{p.name: required[p.name] for p in parameters if p.default is inspect.Parameter.empty and p.name != "self"}
+    )

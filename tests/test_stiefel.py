@@ -249,8 +249,22 @@ def test_result_fields():
     result = stiefel.minimize(fun, H0, "cayley_bb", 1e-8, options={"history": False})
     names = [field.name for field in dataclasses.fields(stiefel.StiefelResult)]
     assert names == [
-        "x", "fun", "grad_norm", "feasibility", "step_measure", "nit", "nfev", "time", "success", "status",
-        "message", "method", "history", "x0_feasibility", "n_outer", "feasibility_unpolished",
+        "x",
+        "fun",
+        "grad_norm",
+        "feasibility",
+        "step_measure",
+        "nit",
+        "nfev",
+        "time",
+        "success",
+        "status",
+        "message",
+        "method",
+        "history",
+        "x0_feasibility",
+        "n_outer",
+        "feasibility_unpolished",
     ]
     assert result.time > 0 and isinstance(result.message, str) and result.message
     assert result.history["fun"].size == 0 and result.history["grad_norm"].size == 0

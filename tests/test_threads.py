@@ -14,8 +14,9 @@ _REPORT = (
 
 
 def _policies(environment):
-    output = subprocess.run([sys.executable, "-c", _REPORT], env=environment, capture_output=True, text=True,
-                            check=True).stdout
+    output = subprocess.run(
+        [sys.executable, "-c", _REPORT], env=environment, capture_output=True, text=True, check=True
+    ).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 

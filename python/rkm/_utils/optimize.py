@@ -119,8 +119,7 @@ def _check_start(theta0):
     return theta0
 
 
-def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, ftol=None, stop=None, verbose=0,
-                       advice=None):
+def minimize_objective(fun, theta0, *, n_eigen, max_iter=400, tol=1e-6, ftol=None, stop=None, verbose=0, advice=None):
     """Minimize a smooth objective with L-BFGS-B, the trailing n_eigen entries bounded below by 1e-8.
 
     Parameters

@@ -63,17 +63,22 @@ _MAX_BACKTRACKS = 60
 # L-BFGS iterations spent on one layer in each sweep of layer-wise updates.
 _LAYERWISE_INNER = 5
 # Appended to the error of a diverging L-BFGS run (the fit turns it into a ConvergenceWarning).
-_DIVERGENCE_ADVICE = ("use a larger lam or a smaller gamma (the kernels' arguments grow with the codes), or scale "
-                      "the data down")
+_DIVERGENCE_ADVICE = (
+    "use a larger lam or a smaller gamma (the kernels' arguments grow with the codes), or scale the data down"
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # argument checks
 # --------------------------------------------------------------------------------------------------------------
 
+
 def _hidden_layer_sizes(sizes):
-    valid = isinstance(sizes, (tuple, list)) and len(sizes) > 0 and all(
-        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sizes)
+    valid = (
+        isinstance(sizes, (tuple, list))
+        and len(sizes) > 0
+        and all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sizes)
+    )
     if not valid:
         raise ValueError(f"hidden_layer_sizes: must be a non-empty sequence of positive ints, got {sizes!r}")
     return tuple(int(s) for s in sizes)
@@ -135,6 +140,7 @@ def _times(B, A):
 # optimizers
 # --------------------------------------------------------------------------------------------------------------
 
+
 class _Tracked:
     """Wraps fun(theta) -> (f, grad): a non-finite point or value becomes +inf (a rejected trial), and the best
     finite point is remembered, so that a diverging optimizer still leaves a usable iterate."""
@@ -158,7 +164,7 @@ def _stalled(curve, tol, patience):
     curve is below tol (relative to the loss itself, however small it gets)."""
     if len(curve) <= patience:
         return False
-    recent = np.asarray(curve[-patience - 1:], dtype=np.float64)
+    recent = np.asarray(curve[-patience - 1 :], dtype=np.float64)
     scale = np.maximum(np.maximum(np.abs(recent[:-1]), np.abs(recent[1:])), np.finfo(np.float64).tiny)
     return bool(np.all((recent[:-1] - recent[1:]) / scale < tol))
 
@@ -222,8 +228,9 @@ class _Setup:
         self.core_input, self.output_gram = self.X, None
         if self.solved and not self.precomputed:
             name, gamma, degree, coef0 = self.specs[0]
-            self.core_input = kernel_matrix(self.X, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
-                                            n_threads=self.n_threads)
+            self.core_input = kernel_matrix(
+                self.X, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads
+            )
             self.output_gram = self.X @ self.X.T
 
     def evaluate(self, coefficients, gradient):
@@ -231,14 +238,23 @@ class _Setup:
         kernels = self.specs[1:] if self.solved else self.specs
         # The core runs single-threaded BLAS products on each of its own OpenMP threads.
         with blas_threads(1):
-            return _core.kae_loss_and_grad(self.core_input, coefficients, kernels,
-                                           self.operators[:self.n_optimized],
-                                           self.lam, self.solved, gradient, self.n_threads, self.output_gram)
+            return _core.kae_loss_and_grad(
+                self.core_input,
+                coefficients,
+                kernels,
+                self.operators[: self.n_optimized],
+                self.lam,
+                self.solved,
+                gradient,
+                self.n_threads,
+                self.output_gram,
+            )
 
 
 # --------------------------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------------------------
+
 
 class KernelAutoencoder(TransformerMixin, BaseEstimator):
     """Multi-layer kernel autoencoder (KAE), or K²AE on a precomputed Gram matrix.
@@ -463,8 +479,10 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         n_coefficients = n_layers - precomputed
         operators = [None] * n_coefficients if self.operators is None else self.operators
         if len(operators) != n_coefficients:
-            raise ValueError(f"operators: must be None or a list of {n_coefficients} arrays or None (one per layer "
-                             f"with coefficients), got {self.operators!r:.80}")
+            raise ValueError(
+                f"operators: must be None or a list of {n_coefficients} arrays or None (one per layer "
+                f"with coefficients), got {self.operators!r:.80}"
+            )
         operators = [_operator(A, sizes[layer + 1], layer) for layer, A in enumerate(operators)]
         lam = [check_nonnegative(value, "lam") for value in _per_layer(self.lam, "lam", n_layers)]
         solved = precomputed or self.last_layer == "ridge"
@@ -472,8 +490,10 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             # An rbf K_L has full rank: without a penalty the regression reproduces every training point.
             raise ValueError("lam: a last layer solved by ridge regression needs lambda_L > 0 with an rbf kernel")
         if solved and not precomputed and operators[-1] is not None:
-            raise ValueError("operators: the last layer solved by ridge regression uses A_L = identity; set "
-                             "last_layer='gradient' to learn it with a PSD A_L")
+            raise ValueError(
+                "operators: the last layer solved by ridge regression uses A_L = identity; set "
+                "last_layer='gradient' to learn it with a PSD A_L"
+            )
         if self.code_layer is not None and self.code_layer > len(hidden):
             raise ValueError(f"code_layer: must be a hidden layer, 1..{len(hidden)}, got {self.code_layer}")
         return _Setup(X, sizes, specs, operators, lam, precomputed, solved, n_threads=self.n_threads)
@@ -505,8 +525,9 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             new_codes = K @ _times(Phi, operators[layer])
             scale = np.sqrt(np.mean(new_codes.var(axis=0)))
             if not scale > 0:
-                raise ValueError(f"X: the codes of layer {layer + 1} are constant at the start; check the kernels' "
-                                 "parameters")
+                raise ValueError(
+                    f"X: the codes of layer {layer + 1} are constant at the start; check the kernels' parameters"
+                )
             coefficients.append(Phi / scale)
             codes = new_codes / scale
         if not setup.solved:
@@ -544,8 +565,12 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
                 n_iter, converged = self._sweeps(tracked, theta0, curve, blocks)
         except DivergenceError as error:
             # stacklevel: the user's call of fit, through _fit_context's wrapper.
-            warnings.warn(f"KernelAutoencoder: the optimizer diverged ({error}); the best iterate (objective "
-                          f"{tracked.best_f:.6g}) is kept", ConvergenceWarning, stacklevel=4)
+            warnings.warn(
+                f"KernelAutoencoder: the optimizer diverged ({error}); the best iterate (objective "
+                f"{tracked.best_f:.6g}) is kept",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
             n_iter, converged = len(curve) - 1, False
         return tracked.best_theta, [float(f) for f in curve], n_iter, converged
 
@@ -559,8 +584,17 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
 
         # scipy's own relative-decrease test divides by max(|f|, 1), an absolute test for objectives below 1:
         # it is switched off (ftol = eps) in favour of _stalled's.
-        return minimize_objective(fun, theta0, n_eigen=0, max_iter=max_iter, tol=1e-12,
-                                  ftol=np.finfo(np.float64).eps, stop=watch, verbose=0, advice=_DIVERGENCE_ADVICE)
+        return minimize_objective(
+            fun,
+            theta0,
+            n_eigen=0,
+            max_iter=max_iter,
+            tol=1e-12,
+            ftol=np.finfo(np.float64).eps,
+            stop=watch,
+            verbose=0,
+            advice=_DIVERGENCE_ADVICE,
+        )
 
     def _descent(self, tracked, theta0, curve, blocks):
         """Gradient descent, on all variables (one block) or block by block (layer-wise sweeps)."""
@@ -570,6 +604,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         for iteration in range(1, self.max_iter + 1):
             moved = False
             for block, stepper in zip(blocks, steppers):
+
                 def restricted(values, block=block):
                     trial = theta.copy()
                     trial[block] = values
@@ -593,6 +628,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         theta = theta0.copy()
         for sweep in range(1, self.max_iter + 1):
             for block in blocks:
+
                 def restricted(values, block=block):
                     trial = theta.copy()
                     trial[block] = values
@@ -640,12 +676,18 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             return loss, np.concatenate([g.ravel() for g in grads])
 
         theta0 = np.concatenate([P.ravel() for P in coefficients])
-        self._progress(f"{setup.X.shape[0]} samples, {len(setup.sizes) - 1} layers ({setup.n_optimized} optimized): "
-                       f"{self.solver} with {self.update} updates from a {self.init} start")
+        self._progress(
+            f"{setup.X.shape[0]} samples, {len(setup.sizes) - 1} layers ({setup.n_optimized} optimized): "
+            f"{self.solver} with {self.update} updates from a {self.init} start"
+        )
         theta, curve, n_iter, converged = self._minimize(objective, theta0, blocks)
         if not converged and n_iter >= self.max_iter:
-            warnings.warn(f"KernelAutoencoder: stopped after max_iter = {self.max_iter} iterations before the "
-                          f"relative decrease fell below tol = {self.tol}", ConvergenceWarning, stacklevel=3)
+            warnings.warn(
+                f"KernelAutoencoder: stopped after max_iter = {self.max_iter} iterations before the "
+                f"relative decrease fell below tol = {self.tol}",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         self._store(setup, unpack(theta))
         self.objective_history_, self.n_iter_ = curve, int(n_iter)
         self._progress(f"stopped after {self.n_iter_} iterations: objective {curve[0]:.6g} -> {self.objective_:.6g}")
@@ -665,8 +707,9 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             self.ridge_inverse_ = self._ridge_inverse(K_L, setup.lam[-1])
             self.ridge_gram_ = self.ridge_inverse_ @ setup.X @ self.ridge_inverse_
         elif setup.solved:
-            self.coefficients_.append(self._ridge_last_layer(setup.X, self.representations_[-1], setup.specs[-1],
-                                                             setup.lam[-1]))
+            self.coefficients_.append(
+                self._ridge_last_layer(setup.X, self.representations_[-1], setup.specs[-1], setup.lam[-1])
+            )
 
     def _forward_training(self, X, precomputed):
         reps = [None if precomputed else X]
@@ -717,13 +760,16 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         """Decode codes of layer `code_layer_` back to the input space (KAE only)."""
         check_is_fitted(self, "coefficients_")
         if self._precomputed:
-            raise ValueError("Z: a K²AE decodes into the input's RKHS, which has no explicit coordinates; use "
-                             "reconstruction_error or score")
+            raise ValueError(
+                "Z: a K²AE decodes into the input's RKHS, which has no explicit coordinates; use "
+                "reconstruction_error or score"
+            )
         size = self.hidden_layer_sizes_[self.code_layer_ - 1]
         Z = np.asarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[1] != size or not np.all(np.isfinite(Z)):
-            raise ValueError(f"Z: must be a finite 2-D array with {size} columns (the code layer's size), got "
-                             f"shape {Z.shape}")
+            raise ValueError(
+                f"Z: must be a finite 2-D array with {size} columns (the code layer's size), got shape {Z.shape}"
+            )
         for layer in range(self.code_layer_, self.n_layers_):
             Z = self._layer(layer, Z)
         return Z
@@ -747,8 +793,11 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
             raise ValueError(f"diag: must be a finite 1-D array of {X.shape[0]} values k(x, x), got shape {diag.shape}")
         codes = self._encode(X, self.n_layers_ - 1)
         k_L = self._gram(codes, self.kernels_[-1], self.representations_[-1])
-        errors = diag + np.einsum("ij,ij->i", k_L @ self.ridge_gram_, k_L) \
+        errors = (
+            diag
+            + np.einsum("ij,ij->i", k_L @ self.ridge_gram_, k_L)
             - 2.0 * np.einsum("ij,ij->i", k_L @ self.ridge_inverse_, X)
+        )
         return np.maximum(errors, 0.0)
 
     def score(self, X: ArrayLike, y: None = None, diag: ArrayLike | None = None) -> float:
@@ -760,8 +809,9 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         tags.input_tags.pairwise = _is_precomputed(self.kernel)
         return tags
 
-    def loss_and_grad(self, X: ArrayLike, coefficients: list | None = None,
-                      gradient: str | None = None) -> tuple[float, list]:
+    def loss_and_grad(
+        self, X: ArrayLike, coefficients: list | None = None, gradient: str | None = None
+    ) -> tuple[float, list]:
         """The training objective (eq. 4, or eq. 5 for K²AE) and its gradient with respect to the coefficients.
 
         Parameters
@@ -786,7 +836,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         setup = self._configuration(X)
         if coefficients is None:
             check_is_fitted(self, "coefficients_")
-            coefficients = self.coefficients_[:setup.n_optimized]
+            coefficients = self.coefficients_[: setup.n_optimized]
         gradient = self.gradient if gradient is None else gradient
         check_choices([("gradient", gradient, ("adjoint", "jacobian"))])
         if not isinstance(coefficients, (list, tuple)):

@@ -133,7 +133,9 @@ def bench_kernels(sizes, dims, n_threads, log):
             error = float(np.abs(K - K_ref).max())
             assert error < 1e-10, f"rkm and the reference disagree by {error}"
             del K_ref
-            t_sk = _timed_in_child(lambda: rbf_kernel(X, gamma=gamma), reps, lambda K_sk, K=K: np.abs(K - K_sk).max() < 1e-10)
+            t_sk = _timed_in_child(
+                lambda: rbf_kernel(X, gamma=gamma), reps, lambda K_sk, K=K: np.abs(K - K_sk).max() < 1e-10
+            )
             del K
             gflops = 2.0 * n * n * d / t_rkm / 1e9
             rows.append((n, d, t_rkm, t_ref, t_sk, t_ref / t_rkm, t_sk / t_rkm, gflops, error))
@@ -230,10 +232,26 @@ def bench_kpca(sizes, components, n_threads, log):
             if n <= REFERENCE_MAX_SAMPLES:
                 _assert_matches_reference(X, gamma, ours.eigenvalues_)
             fastest = min(peers, key=lambda k: peers[k][0])
-            rows.append((n, s, t_rkm, best, t_best, t_best / t_rkm, eig_error(ours), angle, eig_error(best_model),
-                         ours.n_iter_, fastest, peers[fastest][0], eig_error(peers[fastest][1])))
-            log(f"kpca N={n} s={s}: rkm {t_rkm:.2f}s ({ours.n_iter_} block products), "
-                f"sklearn peer {best} {t_best:.2f}s")
+            rows.append(
+                (
+                    n,
+                    s,
+                    t_rkm,
+                    best,
+                    t_best,
+                    t_best / t_rkm,
+                    eig_error(ours),
+                    angle,
+                    eig_error(best_model),
+                    ours.n_iter_,
+                    fastest,
+                    peers[fastest][0],
+                    eig_error(peers[fastest][1]),
+                )
+            )
+            log(
+                f"kpca N={n} s={s}: rkm {t_rkm:.2f}s ({ours.n_iter_} block products), sklearn peer {best} {t_best:.2f}s"
+            )
     return rows
 
 
@@ -250,8 +268,14 @@ LOAD_DENSE_MAX_SAMPLES = 2000
 # benchmark die before it can terminate it.
 LOAD_MAX_SECONDS = 1800
 # Environment variables that change how threads wait or how many run; the load report records them.
-THREAD_ENVIRONMENT = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND", "OMP_DYNAMIC",
-                      "OPENBLAS_NUM_THREADS")
+THREAD_ENVIRONMENT = (
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "OMP_PROC_BIND",
+    "OMP_DYNAMIC",
+    "OPENBLAS_NUM_THREADS",
+)
 _SPIN_LOOP = """
 import os, sys, time
 parent, deadline = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
@@ -267,9 +291,12 @@ def background_load(n_processes):
     processes = []
     try:
         for _ in range(n_processes):
-            processes.append(subprocess.Popen(
-                [sys.executable, "-c", _SPIN_LOOP, str(os.getpid()), str(LOAD_MAX_SECONDS)],
-                stdin=subprocess.DEVNULL))
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", _SPIN_LOOP, str(os.getpid()), str(LOAD_MAX_SECONDS)],
+                    stdin=subprocess.DEVNULL,
+                )
+            )
         yield processes
     finally:
         for process in processes:
@@ -286,12 +313,17 @@ def _load_case(n, log):
     """Data, bandwidth, the accurate eigenvalues and the peer solver of one size, chosen without added load."""
     X = noisy_digits(n)
     gamma = _kpca_gamma(X)
-    peers = {solver: _timed(lambda: _sklearn_fit(X, LOAD_COMPONENTS, gamma, solver), 1)
-             for solver in _sklearn_solvers(n, LOAD_DENSE_MAX_SAMPLES)}
+    peers = {
+        solver: _timed(lambda: _sklearn_fit(X, LOAD_COMPONENTS, gamma, solver), 1)
+        for solver in _sklearn_solvers(n, LOAD_DENSE_MAX_SAMPLES)
+    }
     accurate = peers.get("dense", peers["arpack"])[1]
     peer = _fastest_equal_peer(peers, accurate, EQUAL_ACCURACY)
-    log(f"kpca under load, N={n}: sklearn peer {peer} (" + ", ".join(f"{k} {t:.2f}s" for k, (t, _) in peers.items())
-        + ")")
+    log(
+        f"kpca under load, N={n}: sklearn peer {peer} ("
+        + ", ".join(f"{k} {t:.2f}s" for k, (t, _) in peers.items())
+        + ")"
+    )
     return {"n": n, "X": X, "gamma": gamma, "accurate": accurate, "peer": peer}
 
 
@@ -301,15 +333,28 @@ def _time_load_case(case, phase, log):
     times = {}
     for label, threads in (("rkm", None), ("rkm 1 thread", 1)):
         times[label], model = _timed(
-            lambda: KernelPCA(LOAD_COMPONENTS, gamma=gamma, n_threads=threads, random_state=0).fit(X), LOAD_REPEATS)
+            lambda: KernelPCA(LOAD_COMPONENTS, gamma=gamma, n_threads=threads, random_state=0).fit(X), LOAD_REPEATS
+        )
         error = _eigenvalue_error(model, case["accurate"])
         assert error < EQUAL_ACCURACY, f"{label} eigenvalues off by {error} ({phase}, N={case['n']})"
     times["peer"], _ = _timed(lambda: _sklearn_fit(X, LOAD_COMPONENTS, gamma, case["peer"]), LOAD_REPEATS)
     load = os.getloadavg()[0]
-    log(f"kpca under load, {phase}, N={case['n']}: rkm {times['rkm']:.2f}s, 1 thread {times['rkm 1 thread']:.2f}s, "
-        f"sklearn {case['peer']} {times['peer']:.2f}s; load average {load:.1f}")
-    return (case["n"], phase, load, times["rkm"], times["rkm 1 thread"], times["rkm 1 thread"] / times["rkm"],
-            case["peer"], times["peer"], times["peer"] / times["rkm"], times["peer"] / times["rkm 1 thread"])
+    log(
+        f"kpca under load, {phase}, N={case['n']}: rkm {times['rkm']:.2f}s, 1 thread {times['rkm 1 thread']:.2f}s, "
+        f"sklearn {case['peer']} {times['peer']:.2f}s; load average {load:.1f}"
+    )
+    return (
+        case["n"],
+        phase,
+        load,
+        times["rkm"],
+        times["rkm 1 thread"],
+        times["rkm 1 thread"] / times["rkm"],
+        case["peer"],
+        times["peer"],
+        times["peer"] / times["rkm"],
+        times["peer"] / times["rkm 1 thread"],
+    )
 
 
 def bench_kpca_under_load(sizes, n_background, log):
@@ -357,17 +402,28 @@ def bench_eigen_dtypes(sizes, n_threads, log):
         K32 = K64.astype(np.float32)
         start = np.random.default_rng(0).standard_normal((n, krylov_block_size(10, n)))
         t64, r64 = _timed(lambda K64=K64: _core.top_eigsh(K64, 10, start, None, None, n_threads), 3)
-        t32, r32 = _timed(
-            lambda K32=K32: _core.top_eigsh(K32, 10, start.astype(np.float32), None, None, n_threads), 3
-        )
+        t32, r32 = _timed(lambda K32=K32: _core.top_eigsh(K32, 10, start.astype(np.float32), None, None, n_threads), 3)
         del K64, K32
         relative = float(np.max(np.abs(r32[0] - r64[0]) / r64[0][0]))
         mem64, mem32 = peak_fit_memory(n, 10, np.float64), peak_fit_memory(n, 10, np.float32)
         matrix64 = n * n * 8
-        rows.append((n, t64, t32, t64 / t32, f"{r64[3]} / {r32[3]}", relative, mem64 / matrix64,
-                     mem32 / (matrix64 / 2), mem64 / mem32))
-        log(f"eigen N={n}: float64 {t64:.3f}s float32 {t32:.3f}s; "
-            f"fit peak {mem64 / 2**20:.0f} / {mem32 / 2**20:.0f} MiB")
+        rows.append(
+            (
+                n,
+                t64,
+                t32,
+                t64 / t32,
+                f"{r64[3]} / {r32[3]}",
+                relative,
+                mem64 / matrix64,
+                mem32 / (matrix64 / 2),
+                mem64 / mem32,
+            )
+        )
+        log(
+            f"eigen N={n}: float64 {t64:.3f}s float32 {t32:.3f}s; "
+            f"fit peak {mem64 / 2**20:.0f} / {mem32 / 2**20:.0f} MiB"
+        )
     return rows
 
 
@@ -399,39 +455,109 @@ def render(results, settings):
         "",
     ]
     if "kernels" in results:
-        out += ["## RBF kernel matrix K(X, X), float64", "",
-                _table(["N", "d", "rkm s", "reference s", "sklearn s", "vs reference", "vs sklearn",
-                        "GEMM-equiv. GFLOP/s", "max abs. difference to ref"], results["kernels"],
-                       ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}x", "{:.2f}x", "{:.0f}", "{:.1e}"]),
-                "", "GEMM-equivalent GFLOP/s counts 2 N^2 d flops; rkm builds one triangle, so half of them run. "
-                "scikit-learn runs in a child process; nan means it crashed there (NumPy's OpenBLAS SYRK segfault "
-                "on X @ X.T, which rkm.reference avoids by working in row blocks).",
-                ""]
+        out += [
+            "## RBF kernel matrix K(X, X), float64",
+            "",
+            _table(
+                [
+                    "N",
+                    "d",
+                    "rkm s",
+                    "reference s",
+                    "sklearn s",
+                    "vs reference",
+                    "vs sklearn",
+                    "GEMM-equiv. GFLOP/s",
+                    "max abs. difference to ref",
+                ],
+                results["kernels"],
+                ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}x", "{:.2f}x", "{:.0f}", "{:.1e}"],
+            ),
+            "",
+            "GEMM-equivalent GFLOP/s counts 2 N^2 d flops; rkm builds one triangle, so half of them run. "
+            "scikit-learn runs in a child process; nan means it crashed there (NumPy's OpenBLAS SYRK segfault "
+            "on X @ X.T, which rkm.reference avoids by working in row blocks).",
+            "",
+        ]
     if "center" in results:
-        out += ["## Centring a kernel matrix (in place) vs sklearn.preprocessing.KernelCenterer", "",
-                _table(["N", "rkm s", "sklearn s", "reference s", "vs sklearn"], results["center"],
-                       ["{}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}x"]), ""]
+        out += [
+            "## Centring a kernel matrix (in place) vs sklearn.preprocessing.KernelCenterer",
+            "",
+            _table(
+                ["N", "rkm s", "sklearn s", "reference s", "vs sklearn"],
+                results["center"],
+                ["{}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}x"],
+            ),
+            "",
+        ]
     if "kpca" in results:
-        out += ["## KernelPCA fit (RBF, d = 64 noisy digits) vs the fastest equally accurate scikit-learn solver",
-                "",
-                _table(["N", "s", "rkm s", "sklearn peer", "peer s", "speed-up", "rkm eig. error",
-                        "rkm subspace sine", "peer eig. error", "rkm block products", "fastest sklearn",
-                        "its s", "its eig. error"], results["kpca"],
-                       ["{}", "{}", "{:.2f}", "{}", "{:.2f}", "{:.2f}x", "{:.1e}", "{:.1e}", "{:.1e}", "{}", "{}",
-                        "{:.2f}", "{:.1e}"]),
-                "", "Errors are relative to the largest eigenvalue, against scikit-learn's dense solver where it "
-                f"ran (N <= 5000), else against ARPACK. The peer is the fastest of scikit-learn's solvers (arpack, "
-                f"randomized, dense up to N = 5000) whose eigenvalue error is within {EQUAL_ACCURACY:g}; the last "
-                "three columns show the fastest one regardless of accuracy.", ""]
+        out += [
+            "## KernelPCA fit (RBF, d = 64 noisy digits) vs the fastest equally accurate scikit-learn solver",
+            "",
+            _table(
+                [
+                    "N",
+                    "s",
+                    "rkm s",
+                    "sklearn peer",
+                    "peer s",
+                    "speed-up",
+                    "rkm eig. error",
+                    "rkm subspace sine",
+                    "peer eig. error",
+                    "rkm block products",
+                    "fastest sklearn",
+                    "its s",
+                    "its eig. error",
+                ],
+                results["kpca"],
+                [
+                    "{}",
+                    "{}",
+                    "{:.2f}",
+                    "{}",
+                    "{:.2f}",
+                    "{:.2f}x",
+                    "{:.1e}",
+                    "{:.1e}",
+                    "{:.1e}",
+                    "{}",
+                    "{}",
+                    "{:.2f}",
+                    "{:.1e}",
+                ],
+            ),
+            "",
+            "Errors are relative to the largest eigenvalue, against scikit-learn's dense solver where it "
+            f"ran (N <= 5000), else against ARPACK. The peer is the fastest of scikit-learn's solvers (arpack, "
+            f"randomized, dense up to N = 5000) whose eigenvalue error is within {EQUAL_ACCURACY:g}; the last "
+            "three columns show the fastest one regardless of accuracy.",
+            "",
+        ]
     if "eigen" in results:
-        out += ["## Eigen step and fit memory: float64 vs float32", "",
-                _table(["N", "eigen float64 s", "eigen float32 s", "time ratio", "block products f64 / f32",
-                        "eig. difference", "fit peak / N^2 float64", "fit peak / N^2 float32", "memory ratio"],
-                       results["eigen"],
-                       ["{}", "{:.3f}", "{:.3f}", "{:.2f}x", "{}", "{:.1e}", "{:.2f}", "{:.2f}", "{:.2f}x"]),
-                "", "Each dtype runs at its default tolerance (relative residuals 1e-10 in float64, 1e-4 in "
-                "float32), so float32 also needs fewer block products; each of its products reads half the bytes.",
-                ""]
+        out += [
+            "## Eigen step and fit memory: float64 vs float32",
+            "",
+            _table(
+                [
+                    "N",
+                    "eigen float64 s",
+                    "eigen float32 s",
+                    "time ratio",
+                    "block products f64 / f32",
+                    "eig. difference",
+                    "fit peak / N^2 float64",
+                    "fit peak / N^2 float32",
+                    "memory ratio",
+                ],
+                results["eigen"],
+                ["{}", "{:.3f}", "{:.3f}", "{:.2f}x", "{}", "{:.1e}", "{:.2f}", "{:.2f}", "{:.2f}x"],
+            ),
+            "",
+            "Each dtype runs at its default tolerance (relative residuals 1e-10 in float64, 1e-4 in "
+            "float32), so float32 also needs fewer block products; each of its products reads half the bytes.",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -440,33 +566,51 @@ LOAD_SECTION = "## KernelPCA fit without and with background load"
 
 def render_load(rows, settings):
     """The markdown section of the background-load comparison."""
-    environment = ", ".join(f"{name}={settings['environment'][name]}" for name in THREAD_ENVIRONMENT
-                            if name in settings["environment"]) or "none set"
+    environment = (
+        ", ".join(
+            f"{name}={settings['environment'][name]}" for name in THREAD_ENVIRONMENT if name in settings["environment"]
+        )
+        or "none set"
+    )
     threads = settings["n_threads"]
-    return "\n".join([
-        LOAD_SECTION,
-        "",
-        _provenance(settings, config()) + f" Thread environment at start: {environment}.",
-        "",
-        f"Each size is fitted (RBF, d = 64 noisy digits, {LOAD_COMPONENTS} components) without added load, then "
-        f"again while {settings['background_load']} pure-Python busy loops run in background processes. rkm runs "
-        f"at its default thread count ({threads}, pinned as above) and at 1 thread; the scikit-learn peer is the "
-        f"fastest of its solvers (arpack, randomized, dense up to N = {LOAD_DENSE_MAX_SAMPLES}) whose eigenvalue error "
-        f"is within {EQUAL_ACCURACY:g} (against dense where it ran, else arpack), chosen before the load is added and "
-        f"timed with {threads} BLAS threads in both phases. "
-        f"Times are medians of {LOAD_REPEATS} fits after a warm-up fit; ratios are from the same phase of the same "
-        "run. The load average (1 minute, read after each case) also counts whatever else ran on the machine; it "
-        "lags behind a load that has just started.",
-        "",
-        _table(["N", "phase", "load avg.", f"rkm s ({threads} threads)", "rkm s (1 thread)",
-                f"{threads} threads vs 1", "sklearn peer", "peer s", f"peer / rkm {threads} threads",
-                "peer / rkm 1 thread"], rows,
-               ["{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.2f}x", "{}", "{:.3f}", "{:.2f}x", "{:.2f}x"]),
-        "",
-        f"\"{threads} threads vs 1\" is the 1-thread time over the {threads}-thread time: below 1, the extra threads "
-        "made the fit slower.",
-        "",
-    ])
+    return "\n".join(
+        [
+            LOAD_SECTION,
+            "",
+            _provenance(settings, config()) + f" Thread environment at start: {environment}.",
+            "",
+            f"Each size is fitted (RBF, d = 64 noisy digits, {LOAD_COMPONENTS} components) without added load, then "
+            f"again while {settings['background_load']} pure-Python busy loops run in background processes. rkm runs "
+            f"at its default thread count ({threads}, pinned as above) and at 1 thread; the scikit-learn peer is the "
+            f"fastest of its solvers (arpack, randomized, dense up to N = {LOAD_DENSE_MAX_SAMPLES}) whose eigenvalue error "
+            f"is within {EQUAL_ACCURACY:g} (against dense where it ran, else arpack), chosen before the load is added and "
+            f"timed with {threads} BLAS threads in both phases. "
+            f"Times are medians of {LOAD_REPEATS} fits after a warm-up fit; ratios are from the same phase of the same "
+            "run. The load average (1 minute, read after each case) also counts whatever else ran on the machine; it "
+            "lags behind a load that has just started.",
+            "",
+            _table(
+                [
+                    "N",
+                    "phase",
+                    "load avg.",
+                    f"rkm s ({threads} threads)",
+                    "rkm s (1 thread)",
+                    f"{threads} threads vs 1",
+                    "sklearn peer",
+                    "peer s",
+                    f"peer / rkm {threads} threads",
+                    "peer / rkm 1 thread",
+                ],
+                rows,
+                ["{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.2f}x", "{}", "{:.3f}", "{:.2f}x", "{:.2f}x"],
+            ),
+            "",
+            f'"{threads} threads vs 1" is the 1-thread time over the {threads}-thread time: below 1, the extra threads '
+            "made the fit slower.",
+            "",
+        ]
+    )
 
 
 def _run_load_comparison(args, command, log):
@@ -476,7 +620,7 @@ def _run_load_comparison(args, command, log):
         rows = bench_kpca_under_load(sizes, args.background_load, log)
     section = render_load(rows, vars(args) | {"command": command, "environment": environment})
     write_section(args.output, LOAD_SECTION, section)
-    log(f"wrote the section \"{LOAD_SECTION[3:]}\" of {args.output}")
+    log(f'wrote the section "{LOAD_SECTION[3:]}" of {args.output}')
     return 0
 
 
@@ -501,15 +645,23 @@ def main(argv=None, command="rkm bench"):
     parser.add_argument("--n-threads", type=int, default=2, help="threads for every library (default 2)")
     parser.add_argument("--output", default="RESULTS.md", help="markdown report to write")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--only", nargs="*", choices=["kernels", "center", "kpca", "eigen"],
-                      help="run only these parts")
-    mode.add_argument("--background-load", type=_positive_int, metavar="P",
-                      help="instead of the suite, time the KernelPCA fit (default threads, 1 thread, scikit-learn) "
-                           "without added load and again beside P busy background processes; writes (or "
-                           f"replaces) the section \"{LOAD_SECTION[3:]}\" of the report file")
-    parser.add_argument("--load-sizes", type=_load_size, nargs="+", metavar="N",
-                        help=f"sizes for --background-load (default {' '.join(map(str, LOAD_SIZES))}; "
-                             f"--quick: {' '.join(map(str, LOAD_SIZES_QUICK))})")
+    mode.add_argument("--only", nargs="*", choices=["kernels", "center", "kpca", "eigen"], help="run only these parts")
+    mode.add_argument(
+        "--background-load",
+        type=_positive_int,
+        metavar="P",
+        help="instead of the suite, time the KernelPCA fit (default threads, 1 thread, scikit-learn) "
+        "without added load and again beside P busy background processes; writes (or "
+        f'replaces) the section "{LOAD_SECTION[3:]}" of the report file',
+    )
+    parser.add_argument(
+        "--load-sizes",
+        type=_load_size,
+        nargs="+",
+        metavar="N",
+        help=f"sizes for --background-load (default {' '.join(map(str, LOAD_SIZES))}; "
+        f"--quick: {' '.join(map(str, LOAD_SIZES_QUICK))})",
+    )
     args = parser.parse_args(argv)
     if args.load_sizes and args.background_load is None:
         parser.error("--load-sizes: only applies with --background-load")

@@ -50,20 +50,39 @@ def build_parser():
     info = commands.add_parser("info", help="print the build and run-time configuration")
     info.set_defaults(run=_run_info)
 
-    demo_help = ("kernel PCA and denoising on embedded data, timed against scikit-learn and checked against it "
-                 "and the NumPy reference")
+    demo_help = (
+        "kernel PCA and denoising on embedded data, timed against scikit-learn and checked against it "
+        "and the NumPy reference"
+    )
     demo = commands.add_parser("demo", help=demo_help, description=demo_help)
-    demo.add_argument("--output", default="rkm-demo-output", metavar="DIR",
-                      help="folder for the plots, created if needed (default: %(default)s)")
+    demo.add_argument(
+        "--output",
+        default="rkm-demo-output",
+        metavar="DIR",
+        help="folder for the plots, created if needed (default: %(default)s)",
+    )
     demo.add_argument("--quick", action="store_true", help="smaller data sets (MNIST 2000, square 1000 points)")
-    demo.add_argument("--n-threads", type=_threads, default=None, metavar="N",
-                      help="threads for rkm and BLAS (default: OpenMP's default; -1: all cores)")
+    demo.add_argument(
+        "--n-threads",
+        type=_threads,
+        default=None,
+        metavar="N",
+        help="threads for rkm and BLAS (default: OpenMP's default; -1: all cores)",
+    )
     demo.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noisy square and the solvers")
-    demo.add_argument("--repeats", type=_positive_int, default=1, metavar="R",
-                      help="time the best of R runs of each fit (default: %(default)s)")
-    demo.add_argument("--with-reference", action="store_true",
-                      help=f"check every data set against the slow NumPy reference (default: only those with "
-                           f"N <= {REFERENCE_MAX_SAMPLES})")
+    demo.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        metavar="R",
+        help="time the best of R runs of each fit (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--with-reference",
+        action="store_true",
+        help=f"check every data set against the slow NumPy reference (default: only those with "
+        f"N <= {REFERENCE_MAX_SAMPLES})",
+    )
     demo.set_defaults(run=_run_demo)
 
     bench = commands.add_parser("bench", add_help=False, help="run the benchmarks (rkm bench --help for options)")
@@ -82,4 +101,3 @@ def main(argv=None):
     else:
         args = build_parser().parse_args(argv)
     return args.run(args)
-

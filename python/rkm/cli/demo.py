@@ -268,8 +268,15 @@ def _large_n_step(settings):
         elapsed, _ = _best_time(lambda: model.fit(X), settings.repeats)
         exact = model.eigenvalues_ if exact is None else exact
         difference = _max_relative_difference(model.eigenvalues_, exact)
-        rows.append({"method": name, "rank": rank, "seconds": elapsed, "difference": difference,
-                     "memory": _kernel_memory(name, rank, X.shape[0], X.shape[1])})
+        rows.append(
+            {
+                "method": name,
+                "rank": rank,
+                "seconds": elapsed,
+                "difference": difference,
+                "memory": _kernel_memory(name, rank, X.shape[0], X.shape[1]),
+            }
+        )
         label = name if rank is None else f"{name} (rank {rank})"
         _say(f"  {label:32} {elapsed:8.3f} s  eigenvalues differ by {difference:.1e} from the stored kernel's")
     return {"rows": rows, "agree": rows[1]["difference"] <= MATRIX_FREE_RTOL, "n_samples": X.shape[0]}
@@ -337,8 +344,10 @@ def _lssvm_step(settings):
     loo_difference = float(np.abs(model.loo_residuals_ - explicit).max())
     test_mse = float(np.mean((model.predict(data.data_test) - data.target_test) ** 2))
     _say("  leave-one-out MSE by lam: " + ", ".join(f"{lam:g}: {mse:.4f}" for lam, mse in scores.items()))
-    _say(f"  lam = {best:g}: test MSE {test_mse:.4f} (paper: {LSSVM_PAPER_MSE}); closed-form LOO {closed_time:.4f} s "
-         f"vs {len(data.data)} refits {explicit_time:.3f} s, residuals differ by {loo_difference:.1e}")
+    _say(
+        f"  lam = {best:g}: test MSE {test_mse:.4f} (paper: {LSSVM_PAPER_MSE}); closed-form LOO {closed_time:.4f} s "
+        f"vs {len(data.data)} refits {explicit_time:.3f} s, residuals differ by {loo_difference:.1e}"
+    )
     digits = load_digits()
     n_train = len(digits.data) // 2
     digit_gamma = 1.0 / (digits.data.shape[1] * digits.data.var())
@@ -346,9 +355,16 @@ def _lssvm_step(settings):
     classifier.fit(digits.data[:n_train], digits.target[:n_train])
     accuracy = classifier.score(digits.data[n_train:], digits.target[n_train:])
     _say(f"  digits, {n_train} train / {len(digits.data) - n_train} test, one-vs-all: test accuracy {accuracy:.3f}")
-    return {"lam": best, "loo_mse": scores, "test_mse": test_mse, "closed_time": closed_time,
-            "explicit_time": explicit_time, "loo_difference": loo_difference, "accuracy": accuracy,
-            "agree": loo_difference <= LOO_ATOL}
+    return {
+        "lam": best,
+        "loo_mse": scores,
+        "test_mse": test_mse,
+        "closed_time": closed_time,
+        "explicit_time": explicit_time,
+        "loo_difference": loo_difference,
+        "accuracy": accuracy,
+        "agree": loo_difference <= LOO_ATOL,
+    }
 
 
 def _deep_step(settings):
@@ -358,21 +374,26 @@ def _deep_step(settings):
     basic = LSSVMRegressor(gamma=gamma, lam=DEEP_LAM, n_threads=settings.n_threads).fit(data.data, data.target)
     mse = {"basic": float(np.mean((basic.predict(data.data_test) - data.target_test) ** 2))}
     for name, components in (("deep", (1, 1)), ("deep_7_2", (7, 2))):
-        model = DeepRKM(n_components=components, gamma=gamma, lam=DEEP_LAM, eta=DEEP_ETAS, n_passes=10,
-                        n_threads=settings.n_threads)
+        model = DeepRKM(
+            n_components=components, gamma=gamma, lam=DEEP_LAM, eta=DEEP_ETAS, n_passes=10, n_threads=settings.n_threads
+        )
         with warnings.catch_warnings():
             # Reported below: the level-wise iteration may alternate between two states at this coupling.
             warnings.simplefilter("ignore", ConvergenceWarning)
             seconds, model = _best_time(lambda: model.fit(data.data, data.target), 1)
         mse[name] = float(np.mean((model.predict(data.data_test) - data.target_test) ** 2))
-        _say(f"  Deep ({components[0]}+{components[1]}), 10 passes: test MSE {mse[name]:.4f} ({seconds:.3f} s); "
-             f"change of the hidden features in the last pass {model.pass_changes_[-1]:.1e}")
+        _say(
+            f"  Deep ({components[0]}+{components[1]}), 10 passes: test MSE {mse[name]:.4f} ({seconds:.3f} s); "
+            f"change of the hidden features in the last pass {model.pass_changes_[-1]:.1e}"
+        )
     weak = DeepRKM(gamma=gamma, lam=DEEP_LAM, eta=(1.0, 1e12, 1e12), n_threads=settings.n_threads)
     weak.fit(data.data, data.target)
     scale = np.abs(basic.predict(data.data_test)).max()
     difference = float(np.abs(weak.predict(data.data_test) - basic.predict(data.data_test)).max() / scale)
-    _say(f"  basic LS-SVM: test MSE {mse['basic']:.4f}; paper: basic {DEEP_PAPER_MSE['basic']}, "
-         f"deep (1+1) {DEEP_PAPER_MSE['deep']}; weakly coupled deep RKM vs LS-SVM: {difference:.1e}")
+    _say(
+        f"  basic LS-SVM: test MSE {mse['basic']:.4f}; paper: basic {DEEP_PAPER_MSE['basic']}, "
+        f"deep (1+1) {DEEP_PAPER_MSE['deep']}; weakly coupled deep RKM vs LS-SVM: {difference:.1e}"
+    )
     return {"mse": mse, "weak_difference": difference, "agree": difference <= DEEP_WEAK_COUPLING_RTOL}
 
 
@@ -382,11 +403,20 @@ def _constr_drkm_step(settings):
     shapes = make_square(n_samples, noise=CONSTR_NOISE, random_state=settings.seed)
     gamma = RBF.from_sigma(CONSTR_SIGMA, convention="gaussian").gamma
     gamma2 = CONSTR_LEVEL2_SCALE * n_samples / (2 * 2)
-    _say(f"  {shapes.description}; rbf sigma = {CONSTR_SIGMA} (gamma = {gamma:.3f}) at level 1, gamma = {gamma2:g} "
-         "at level 2")
+    _say(
+        f"  {shapes.description}; rbf sigma = {CONSTR_SIGMA} (gamma = {gamma:.3f}) at level 1, gamma = {gamma2:g} "
+        "at level 2"
+    )
     kpca = KernelPCA(3, gamma=gamma, preimage="fixed_point", n_threads=settings.n_threads)
-    deep = ConstrainedDeepRKM((2, 1), gamma=(gamma, gamma2), init="levelwise", stiefel_method="cayley_bb",
-                              max_iter=CONSTR_MAX_ITER, tol=1e-6, n_threads=settings.n_threads)
+    deep = ConstrainedDeepRKM(
+        (2, 1),
+        gamma=(gamma, gamma2),
+        init="levelwise",
+        stiefel_method="cayley_bb",
+        max_iter=CONSTR_MAX_ITER,
+        tol=1e-6,
+        n_threads=settings.n_threads,
+    )
     errors = {"noisy": _distance_to_curve(shapes.data, shapes.clean)}
     denoised, seconds = {}, {}
     for name, model in (("kpca", kpca), ("constr_drkm", deep)):
@@ -395,12 +425,22 @@ def _constr_drkm_step(settings):
             warnings.simplefilter("ignore", ConvergenceWarning)
             seconds[name], denoised[name] = _best_time(lambda: model.fit(shapes.data).denoise(shapes.data), 1)
         errors[name] = _distance_to_curve(denoised[name], shapes.clean)
-    _say(f"  mean squared distance to the true square: noisy {errors['noisy']:.5f}, kernel PCA (3) "
-         f"{errors['kpca']:.5f} ({seconds['kpca']:.2f} s), Constr-DRKM (2 + 1) {errors['constr_drkm']:.5f} "
-         f"({seconds['constr_drkm']:.2f} s, {deep.n_iter_} iterations, feasibility {deep.feasibility_:.1e})")
-    return {"data": shapes.data, "clean": shapes.clean, "denoised": denoised, "errors": errors, "seconds": seconds,
-            "n_iter": deep.n_iter_, "feasibility": deep.feasibility_, "n_samples": n_samples,
-            "agree": deep.feasibility_ <= 1e-10}
+    _say(
+        f"  mean squared distance to the true square: noisy {errors['noisy']:.5f}, kernel PCA (3) "
+        f"{errors['kpca']:.5f} ({seconds['kpca']:.2f} s), Constr-DRKM (2 + 1) {errors['constr_drkm']:.5f} "
+        f"({seconds['constr_drkm']:.2f} s, {deep.n_iter_} iterations, feasibility {deep.feasibility_:.1e})"
+    )
+    return {
+        "data": shapes.data,
+        "clean": shapes.clean,
+        "denoised": denoised,
+        "errors": errors,
+        "seconds": seconds,
+        "n_iter": deep.n_iter_,
+        "feasibility": deep.feasibility_,
+        "n_samples": n_samples,
+        "agree": deep.feasibility_ <= 1e-10,
+    }
 
 
 def _sprite_codes(model, X_train, X_eval):
@@ -418,20 +458,34 @@ def _disentanglement_step(settings):
     X_train, X_eval = train.reshape(SPRITES_TRAIN, -1), evaluation.reshape(SPRITES_EVAL, -1)
     labels = sprites_factor_indices(factors)
     models = {
-        "Constr-DRKM (10, 5)": ConstrainedDeepRKM((10, 5), stiefel_method="penalty", max_iter=10**6,
-                                                  stiefel_options=SPRITES_PENALTY, random_state=settings.seed,
-                                                  n_threads=settings.n_threads),
+        "Constr-DRKM (10, 5)": ConstrainedDeepRKM(
+            (10, 5),
+            stiefel_method="penalty",
+            max_iter=10**6,
+            stiefel_options=SPRITES_PENALTY,
+            random_state=settings.seed,
+            n_threads=settings.n_threads,
+        ),
         "kernel PCA (10)": KernelPCA(10, n_threads=settings.n_threads),
     }
     scores = {}
     for name, model in models.items():
         codes = _sprite_codes(model, X_train, X_eval)
-        scores[name] = {"IRS": metrics.irs(codes, labels), "MIG": metrics.mig(codes, labels),
-                        "SAP": metrics.sap(codes, labels)}
-    _say(f"  {SPRITES_TRAIN} training sprites, scored on {SPRITES_EVAL}: " + "; ".join(
-        f"{name} IRS {s['IRS']:.3f} MIG {s['MIG']:.3f}" for name, s in scores.items()))
-    return {"scores": scores, "n_train": SPRITES_TRAIN, "n_eval": SPRITES_EVAL,
-            "agree": models["Constr-DRKM (10, 5)"].feasibility_ <= 1e-10}
+        scores[name] = {
+            "IRS": metrics.irs(codes, labels),
+            "MIG": metrics.mig(codes, labels),
+            "SAP": metrics.sap(codes, labels),
+        }
+    _say(
+        f"  {SPRITES_TRAIN} training sprites, scored on {SPRITES_EVAL}: "
+        + "; ".join(f"{name} IRS {s['IRS']:.3f} MIG {s['MIG']:.3f}" for name, s in scores.items())
+    )
+    return {
+        "scores": scores,
+        "n_train": SPRITES_TRAIN,
+        "n_eval": SPRITES_EVAL,
+        "agree": models["Constr-DRKM (10, 5)"].feasibility_ <= 1e-10,
+    }
 
 
 def _forecast_step(settings):
@@ -440,23 +494,37 @@ def _forecast_step(settings):
     train, truth = series[:FORECAST_TRAIN], series[FORECAST_TRAIN:]
     forecasts, errors = {}, {}
     for solver in ("primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"):
-        model = RKMForecaster(FORECAST_LAG, n_components=4, kernel="linear", solver=solver, random_state=settings.seed,
-                              n_threads=settings.n_threads)
+        model = RKMForecaster(
+            FORECAST_LAG,
+            n_components=4,
+            kernel="linear",
+            solver=solver,
+            random_state=settings.seed,
+            n_threads=settings.n_threads,
+        )
         forecasts[solver] = model.fit(train).predict(FORECAST_STEPS)
         errors[solver] = float(np.mean((forecasts[solver] - truth) ** 2))
     spread = max(float(np.max(np.abs(f - forecasts["dual_eig"]))) for f in forecasts.values())
-    _say(f"  {FORECAST_STEPS}-step forecasts, lag {FORECAST_LAG}, linear views, s = 4: test MSE " + ", ".join(
-        f"{solver} {mse:.1e}" for solver, mse in errors.items()) + f"; largest difference between solvers {spread:.1e}")
-    return {"errors": errors, "spread": spread, "variance": float(np.var(truth)),
-            "agree": spread <= FORECAST_AGREEMENT}
+    _say(
+        f"  {FORECAST_STEPS}-step forecasts, lag {FORECAST_LAG}, linear views, s = 4: test MSE "
+        + ", ".join(f"{solver} {mse:.1e}" for solver, mse in errors.items())
+        + f"; largest difference between solvers {spread:.1e}"
+    )
+    return {"errors": errors, "spread": spread, "variance": float(np.var(truth)), "agree": spread <= FORECAST_AGREEMENT}
 
 
 def _kae_step(settings):
     """A 2-1-2 kernel autoencoder on three noisy concentric circles against the best linear one (PCA)."""
     circles = make_concentric_circles(KAE_SAMPLES, random_state=settings.seed)
     X = circles.data
-    model = KernelAutoencoder((1,), gamma=KAE_GAMMAS, lam=KAE_PENALTY, max_iter=KAE_MAX_ITER,
-                              random_state=settings.seed, n_threads=settings.n_threads)
+    model = KernelAutoencoder(
+        (1,),
+        gamma=KAE_GAMMAS,
+        lam=KAE_PENALTY,
+        max_iter=KAE_MAX_ITER,
+        random_state=settings.seed,
+        n_threads=settings.n_threads,
+    )
     with warnings.catch_warnings():
         # The iteration count and the loss are reported; a looser fit still shows the codes.
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -465,14 +533,26 @@ def _kae_step(settings):
     centred = X - X.mean(axis=0)
     top = np.linalg.svd(centred, full_matrices=False)[2][:1]
     linear = X.mean(axis=0) + centred @ top.T @ top
-    errors = {"kae": float(np.mean(np.sum((X - reconstruction) ** 2, axis=1))),
-              "pca": float(np.mean(np.sum((X - linear) ** 2, axis=1)))}
-    _say(f"  {circles.description}; rbf gammas {KAE_GAMMAS}, lam {KAE_PENALTY:g}: {model.n_iter_} L-BFGS "
-         f"iterations in {seconds:.2f} s, objective {model.objective_history_[0]:.4f} -> {model.objective_:.4f}; training "
-         f"reconstruction error {errors['kae']:.4f} (PCA with one component {errors['pca']:.4f})")
-    return {"data": X, "target": circles.target, "reconstruction": reconstruction, "linear": linear,
-            "codes": model.transform(X)[:, 0], "errors": errors, "seconds": seconds, "n_iter": model.n_iter_,
-            "agree": bool(np.isfinite(model.objective_) and model.objective_ < model.objective_history_[0])}
+    errors = {
+        "kae": float(np.mean(np.sum((X - reconstruction) ** 2, axis=1))),
+        "pca": float(np.mean(np.sum((X - linear) ** 2, axis=1))),
+    }
+    _say(
+        f"  {circles.description}; rbf gammas {KAE_GAMMAS}, lam {KAE_PENALTY:g}: {model.n_iter_} L-BFGS "
+        f"iterations in {seconds:.2f} s, objective {model.objective_history_[0]:.4f} -> {model.objective_:.4f}; training "
+        f"reconstruction error {errors['kae']:.4f} (PCA with one component {errors['pca']:.4f})"
+    )
+    return {
+        "data": X,
+        "target": circles.target,
+        "reconstruction": reconstruction,
+        "linear": linear,
+        "codes": model.transform(X)[:, 0],
+        "errors": errors,
+        "seconds": seconds,
+        "n_iter": model.n_iter_,
+        "agree": bool(np.isfinite(model.objective_) and model.objective_ < model.objective_history_[0]),
+    }
 
 
 # ---------------------------------------------------------------------------------------- report
@@ -514,8 +594,19 @@ the others; expl.var: share of trace(K_c) in the s kept eigenvalues."""
 
 
 def _report(results, threads):
-    header = ["dataset", "N", "d", "s", "expl.var", "rkm [s]", "sklearn [s]", "sklearn/rkm", "ref [s]", "ref/rkm",
-              "eig. diff"]
+    header = [
+        "dataset",
+        "N",
+        "d",
+        "s",
+        "expl.var",
+        "rkm [s]",
+        "sklearn [s]",
+        "sklearn/rkm",
+        "ref [s]",
+        "ref/rkm",
+        "eig. diff",
+    ]
     fits = {name: results["datasets"][name] for name in ("digits", "mnist", "square")}
     rows = [_fit_row(name, result) for name, result in fits.items() if result is not None]
     _say(f"\nKernel PCA fits (rbf kernel, {threads} threads; times are the best of --repeats runs)")
@@ -524,8 +615,12 @@ def _report(results, threads):
     shape = results["datasets"]["square"]
     errors = shape["errors"]
     denoise_rows = [["noisy input", f"{errors['noisy']:.5f}", "1.0x", "-"]] + [
-        [preimage, f"{errors[preimage]:.5f}", f"{errors['noisy'] / errors[preimage]:.1f}x",
-         f"{shape['denoise_times'][preimage]:.3f}"]
+        [
+            preimage,
+            f"{errors[preimage]:.5f}",
+            f"{errors['noisy'] / errors[preimage]:.1f}x",
+            f"{shape['denoise_times'][preimage]:.3f}",
+        ]
         for preimage in PREIMAGES
     ]
     _say(f"\nDenoising the square (noise {SHAPE_NOISE:g}, {shape['n_components']} components)")
@@ -535,49 +630,83 @@ def _report(results, threads):
         [row["method"], f"{row['seconds']:.3f}", f"{row['difference']:.1e}", f"{row['memory'] / 2**20:.1f}"]
         for row in large["rows"]
     ]
-    _say(f"\nKernelPCA(kernel_storage=... or feature_map=...) on the same {large['n_samples']} samples (large N, "
-         "see README)")
+    _say(
+        f"\nKernelPCA(kernel_storage=... or feature_map=...) on the same {large['n_samples']} samples (large N, "
+        "see README)"
+    )
     _say(format_table(["kernel", "fit [s]", "eig. diff to dense", "kernel storage [MiB]"], large_rows))
     lssvm = results["datasets"]["lssvm"]
     _say("\nLS-SVM regression (Suykens 2017 Table 2, noise 0.5) with lam chosen by closed-form leave-one-out")
-    _say(format_table(
-        ["lam", "test MSE", "paper", "closed-form LOO [s]", "N refits [s]", "LOO diff"],
-        [[f"{lssvm['lam']:g}", f"{lssvm['test_mse']:.4f}", f"{LSSVM_PAPER_MSE}", f"{lssvm['closed_time']:.4f}",
-          f"{lssvm['explicit_time']:.3f}", f"{lssvm['loo_difference']:.1e}"]],
-    ))
+    _say(
+        format_table(
+            ["lam", "test MSE", "paper", "closed-form LOO [s]", "N refits [s]", "LOO diff"],
+            [
+                [
+                    f"{lssvm['lam']:g}",
+                    f"{lssvm['test_mse']:.4f}",
+                    f"{LSSVM_PAPER_MSE}",
+                    f"{lssvm['closed_time']:.4f}",
+                    f"{lssvm['explicit_time']:.3f}",
+                    f"{lssvm['loo_difference']:.1e}",
+                ]
+            ],
+        )
+    )
     deep = results["datasets"]["deep"]["mse"]
     _say("\nDeep RKM (Suykens 2017 Table 2, noise 0.5): sigma = 1, lambda_1 = 0.01, 1/eta2 = 1/eta3 = 1e5, 10 passes")
-    _say(format_table(
-        ["model", "test MSE", "paper"],
-        [["basic LS-SVM", f"{deep['basic']:.4f}", f"{DEEP_PAPER_MSE['basic']}"],
-         ["deep (1+1)", f"{deep['deep']:.4f}", f"{DEEP_PAPER_MSE['deep']}"],
-         ["deep (7+2)", f"{deep['deep_7_2']:.4f}", "0.0397"]],
-    ))
+    _say(
+        format_table(
+            ["model", "test MSE", "paper"],
+            [
+                ["basic LS-SVM", f"{deep['basic']:.4f}", f"{DEEP_PAPER_MSE['basic']}"],
+                ["deep (1+1)", f"{deep['deep']:.4f}", f"{DEEP_PAPER_MSE['deep']}"],
+                ["deep (7+2)", f"{deep['deep_7_2']:.4f}", "0.0397"],
+            ],
+        )
+    )
     constr = results["datasets"]["constr_drkm"]
     errors = constr["errors"]
-    _say(f"\nDenoising the square (N = {constr['n_samples']}, noise {CONSTR_NOISE:g}): kernel PCA against Constr-DRKM "
-         "(fixed bandwidths; bench/RESULTS.md compares them with bandwidths chosen on validation)")
-    _say(format_table(
-        ["model", "mean sq. distance to true curve", "KPCA / model", "fit + denoise [s]"],
-        [["noisy input", f"{errors['noisy']:.5f}", "-", "-"],
-         ["kernel PCA, 3 components", f"{errors['kpca']:.5f}", "1.00", f"{constr['seconds']['kpca']:.2f}"],
-         ["Constr-DRKM, s = (2, 1)", f"{errors['constr_drkm']:.5f}", f"{errors['kpca'] / errors['constr_drkm']:.2f}",
-          f"{constr['seconds']['constr_drkm']:.2f}"]],
-    ))
+    _say(
+        f"\nDenoising the square (N = {constr['n_samples']}, noise {CONSTR_NOISE:g}): kernel PCA against Constr-DRKM "
+        "(fixed bandwidths; bench/RESULTS.md compares them with bandwidths chosen on validation)"
+    )
+    _say(
+        format_table(
+            ["model", "mean sq. distance to true curve", "KPCA / model", "fit + denoise [s]"],
+            [
+                ["noisy input", f"{errors['noisy']:.5f}", "-", "-"],
+                ["kernel PCA, 3 components", f"{errors['kpca']:.5f}", "1.00", f"{constr['seconds']['kpca']:.2f}"],
+                [
+                    "Constr-DRKM, s = (2, 1)",
+                    f"{errors['constr_drkm']:.5f}",
+                    f"{errors['kpca'] / errors['constr_drkm']:.2f}",
+                    f"{constr['seconds']['constr_drkm']:.2f}",
+                ],
+            ],
+        )
+    )
     sprites = results["datasets"]["disentanglement"]
-    _say(f"\nDisentanglement of sprites (N = {sprites['n_train']}, scored on {sprites['n_eval']}; higher is better; "
-         "bench/RESULTS.md has the section 5.3 study)")
-    _say(format_table(
-        ["codes", "IRS", "MIG", "SAP"],
-        [[name, *(f"{s[m]:.3f}" for m in ("IRS", "MIG", "SAP"))] for name, s in sprites["scores"].items()],
-    ))
+    _say(
+        f"\nDisentanglement of sprites (N = {sprites['n_train']}, scored on {sprites['n_eval']}; higher is better; "
+        "bench/RESULTS.md has the section 5.3 study)"
+    )
+    _say(
+        format_table(
+            ["codes", "IRS", "MIG", "SAP"],
+            [[name, *(f"{s[m]:.3f}" for m in ("IRS", "MIG", "SAP"))] for name, s in sprites["scores"].items()],
+        )
+    )
     forecast = results["datasets"]["forecast"]
-    _say(f"\nForecasting a sum of two sines {FORECAST_STEPS} steps ahead (Achten et al. 2023, section 5; test variance "
-         f"{forecast['variance']:.3f}): the four training algorithms agree to {forecast['spread']:.1e}")
+    _say(
+        f"\nForecasting a sum of two sines {FORECAST_STEPS} steps ahead (Achten et al. 2023, section 5; test variance "
+        f"{forecast['variance']:.3f}): the four training algorithms agree to {forecast['spread']:.1e}"
+    )
     _say(format_table(["solver", "test MSE"], [[name, f"{mse:.2e}"] for name, mse in forecast["errors"].items()]))
     kae = results["datasets"]["kae"]
-    _say(f"\nKernel autoencoder 2-1-2 on three circles (Laforgue et al. 2019, Fig. 3): mean squared reconstruction "
-         f"error {kae['errors']['kae']:.4f} against {kae['errors']['pca']:.4f} for the best linear autoencoder (PCA)")
+    _say(
+        f"\nKernel autoencoder 2-1-2 on three circles (Laforgue et al. 2019, Fig. 3): mean squared reconstruction "
+        f"error {kae['errors']['kae']:.4f} against {kae['errors']['pca']:.4f} for the best linear autoencoder (PCA)"
+    )
 
 
 # ---------------------------------------------------------------------------------------- plots
@@ -590,11 +719,18 @@ def _plot_spectrum(figure_class, name, result, path):
     shown = shown[shown > 0]
     index = np.arange(1, shown.size + 1)
     kept = index <= result["n_components"]
-    ax.semilogy(index[kept], shown[kept], "o",
-                label=f"kept: {result['n_components']} components, {result['explained_variance']:.0%} of trace($K_c$)")
+    ax.semilogy(
+        index[kept],
+        shown[kept],
+        "o",
+        label=f"kept: {result['n_components']} components, {result['explained_variance']:.0%} of trace($K_c$)",
+    )
     ax.semilogy(index[~kept], shown[~kept], "o", mfc="none", color="grey", label="not kept")
-    ax.set(xlabel="component index", ylabel="eigenvalue of $K_c$ (log scale)",
-           title=f"{name} (N = {result['n_samples']}): leading eigenvalues of the centred rbf kernel matrix")
+    ax.set(
+        xlabel="component index",
+        ylabel="eigenvalue of $K_c$ (log scale)",
+        title=f"{name} (N = {result['n_samples']}): leading eigenvalues of the centred rbf kernel matrix",
+    )
     ax.title.set_fontsize("medium")
     ax.legend()
     figure.savefig(path, dpi=100, bbox_inches="tight")
@@ -604,11 +740,15 @@ def _plot_embedding(figure_class, result, path):
     figure = figure_class(figsize=(6, 5))
     ax = figure.subplots()
     hidden = result["model"].H_
-    points = ax.scatter(hidden[:, 0], hidden[:, 1], c=result["target"], cmap="tab10", s=6,
-                        vmin=-0.5, vmax=9.5)  # one colour band centred on each digit
+    points = ax.scatter(
+        hidden[:, 0], hidden[:, 1], c=result["target"], cmap="tab10", s=6, vmin=-0.5, vmax=9.5
+    )  # one colour band centred on each digit
     figure.colorbar(points, ax=ax, label="digit label", ticks=range(10))
-    ax.set(xlabel="hidden feature $h_1$", ylabel="hidden feature $h_2$",
-           title=f"digits (N = {result['n_samples']}): first two rbf kernel PCA features")
+    ax.set(
+        xlabel="hidden feature $h_1$",
+        ylabel="hidden feature $h_2$",
+        title=f"digits (N = {result['n_samples']}): first two rbf kernel PCA features",
+    )
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
@@ -631,32 +771,45 @@ def _plot_denoising(figure_class, result, path):
         ax.plot(*points.T, ".", ms=3, color="tab:blue", label="points: noisy input, or the denoised points")
         ax.plot(*curve.T, "-", lw=1, color="black", label="true curve: the noise-free square")
         lower = "" if key == "noisy" else f" ({errors['noisy'] / errors[key]:.0f}x lower)"
-        ax.set(title=f"{title}\nmean squared distance\nto the true curve: {errors[key]:.5f}{lower}",
-               xlabel="$x_1$", aspect="equal")
+        ax.set(
+            title=f"{title}\nmean squared distance\nto the true curve: {errors[key]:.5f}{lower}",
+            xlabel="$x_1$",
+            aspect="equal",
+        )
     axes[0].set_ylabel("$x_2$")
     figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, markerscale=3)
     figure.subplots_adjust(top=0.78, bottom=0.16)  # room for the titles and the legend
-    figure.suptitle(f"Denoising {result['n_samples']} points of a square with Gaussian noise (std {SHAPE_NOISE:g}) "
-                    f"by rbf kernel PCA with {result['n_components']} components")
+    figure.suptitle(
+        f"Denoising {result['n_samples']} points of a square with Gaussian noise (std {SHAPE_NOISE:g}) "
+        f"by rbf kernel PCA with {result['n_components']} components"
+    )
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
 def _plot_constr_drkm(figure_class, result, path):
     figure = figure_class(figsize=(13, 4.8))
     errors = result["errors"]
-    panels = [("noisy input", result["data"], "noisy"), ("kernel PCA, 3 components", result["denoised"]["kpca"], "kpca"),
-              ("Constr-DRKM, s = (2, 1)", result["denoised"]["constr_drkm"], "constr_drkm")]
+    panels = [
+        ("noisy input", result["data"], "noisy"),
+        ("kernel PCA, 3 components", result["denoised"]["kpca"], "kpca"),
+        ("Constr-DRKM, s = (2, 1)", result["denoised"]["constr_drkm"], "constr_drkm"),
+    ]
     axes = figure.subplots(1, 3, sharex=True, sharey=True)
     for ax, (title, points, key) in zip(axes, panels):
         ax.plot(*_closed_curve(result["clean"]).T, "-", lw=1, color="black", label="true curve: the noise-free square")
         ax.plot(*points.T, ".", ms=3, color="tab:blue", alpha=0.6, label="points: noisy input, or denoised")
-        ax.set(title=f"{title}\nmean squared distance\nto the true curve: {errors[key]:.5f}", xlabel="$x_1$",
-               aspect="equal")
+        ax.set(
+            title=f"{title}\nmean squared distance\nto the true curve: {errors[key]:.5f}",
+            xlabel="$x_1$",
+            aspect="equal",
+        )
     axes[0].set_ylabel("$x_2$")
     figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, markerscale=4)
     figure.subplots_adjust(top=0.75, bottom=0.2)
-    figure.suptitle(f"Denoising {result['n_samples']} points of a square (noise std {CONSTR_NOISE:g}): kernel PCA "
-                    "against a two-level Constr-DRKM; both pull the points to a few stretches of the curve")
+    figure.suptitle(
+        f"Denoising {result['n_samples']} points of a square (noise std {CONSTR_NOISE:g}): kernel PCA "
+        "against a two-level Constr-DRKM; both pull the points to a few stretches of the curve"
+    )
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
@@ -670,17 +823,22 @@ def _plot_kae(figure_class, result, path):
     axes[1].plot(*result["linear"].T, ".", ms=3, color="tab:red", label="PCA (best linear 2-1-2)")
     axes[1].plot(*result["reconstruction"].T, ".", ms=3, color="black", label="kernel autoencoder 2-1-2")
     errors = result["errors"]
-    axes[1].set(title=f"reconstructions: mean squared error\nKAE {errors['kae']:.4f}, PCA {errors['pca']:.4f}",
-                xlabel="$x_1$", aspect="equal")
+    axes[1].set(
+        title=f"reconstructions: mean squared error\nKAE {errors['kae']:.4f}, PCA {errors['pca']:.4f}",
+        xlabel="$x_1$",
+        aspect="equal",
+    )
     axes[1].legend(loc="lower center", fontsize=8, markerscale=3)
     for circle in range(3):
         codes = result["codes"][result["target"] == circle]
-        axes[2].plot(codes, np.full(codes.shape, circle) + 0.15 * np.sin(np.arange(codes.size)), ".", ms=3,
-                     color=f"C{circle}")
-    axes[2].set(title="1-D codes by circle", xlabel="code", yticks=[0, 1, 2],
-                yticklabels=["inner", "middle", "outer"])
-    figure.suptitle(f"Kernel autoencoder on {result['data'].shape[0]} points ({result['n_iter']} L-BFGS "
-                    f"iterations, {result['seconds']:.2f} s)")
+        axes[2].plot(
+            codes, np.full(codes.shape, circle) + 0.15 * np.sin(np.arange(codes.size)), ".", ms=3, color=f"C{circle}"
+        )
+    axes[2].set(title="1-D codes by circle", xlabel="code", yticks=[0, 1, 2], yticklabels=["inner", "middle", "outer"])
+    figure.suptitle(
+        f"Kernel autoencoder on {result['data'].shape[0]} points ({result['n_iter']} L-BFGS "
+        f"iterations, {result['seconds']:.2f} s)"
+    )
     figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
@@ -737,10 +895,16 @@ def run_demo(settings):
         ("large_n", "Large-N methods: stored, matrix-free, Nyström, random features", _large_n_step),
         ("lssvm", "LS-SVM regression and classification (shallow RKMs)", _lssvm_step),
         ("deep", "Deep RKM: LS-SVM level and two kernel PCA levels", _deep_step),
-        ("constr_drkm", "Constrained deep RKM: two kernel PCA levels under one orthonormality constraint",
-         _constr_drkm_step),
-        ("disentanglement", "Disentanglement of sprites: Constr-DRKM against kernel PCA (rkm.metrics)",
-         _disentanglement_step),
+        (
+            "constr_drkm",
+            "Constrained deep RKM: two kernel PCA levels under one orthonormality constraint",
+            _constr_drkm_step,
+        ),
+        (
+            "disentanglement",
+            "Disentanglement of sprites: Constr-DRKM against kernel PCA (rkm.metrics)",
+            _disentanglement_step,
+        ),
         ("forecast", "Multi-view RKM forecasting: primal and dual, eigendecomposition and Stiefel", _forecast_step),
         ("kae", "Kernel autoencoder: three concentric circles through a one-dimensional code", _kae_step),
     ]

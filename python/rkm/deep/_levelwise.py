@@ -215,8 +215,11 @@ def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
         kernel_part = np.sum(H1 * state["K1_H1"])
-        return (_regression_terms(Y, H1, kernel_part, lam) + _kpca_terms(H1, H2, eta2, state["l2"])
-                + _kpca_terms(H2, H3, eta3, state["l3"]))
+        return (
+            _regression_terms(Y, H1, kernel_part, lam)
+            + _kpca_terms(H1, H2, eta2, state["l2"])
+            + _kpca_terms(H2, H3, eta3, state["l3"])
+        )
 
     def step_1():
         state["H1"], state["b"], state["K1_H1"] = level1.solve(state["H2"], eta2, lam)
@@ -229,22 +232,35 @@ def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
         state["H3"] = state["H2"][:, :s3].copy()
         state["l3"] = np.sum(state["H3"] ** 2, axis=0) / eta3
 
-    history, changes = _run_passes({"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases,
-                                   callback)
-    return LevelwiseResult([state["H1"], state["H2"], state["H3"]], state["b"],
-                           {"level2": state["l2"], "level3": state["l3"]}, history, changes)
+    history, changes = _run_passes(
+        {"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases, callback
+    )
+    return LevelwiseResult(
+        [state["H1"], state["H2"], state["H3"]],
+        state["b"],
+        {"level2": state["l2"], "level3": state["l3"]},
+        history,
+        changes,
+    )
 
 
-def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, rng, n_threads,
-                    callback=None):
+def kpca_kpca_lssvm(
+    K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, rng, n_threads, callback=None
+):
     """Eq. 4.11 level by level. K (N x N, float64) is scaled by 1/eta1 in place; H2, H3: initial values."""
     eta1, eta2, eta3 = etas
     s1, s2 = n_components
     N = K.shape[0]
     K *= 1.0 / eta1
     fused = np.empty_like(K)
-    state = {"H1": rng.standard_normal((N, s1)), "H2": H2, "H3": H3, "b": np.zeros(Y.shape[1]),
-             "l1": np.zeros(s1), "l2": np.zeros(s2)}
+    state = {
+        "H1": rng.standard_normal((N, s1)),
+        "H2": H2,
+        "H3": H3,
+        "b": np.zeros(Y.shape[1]),
+        "l1": np.zeros(s1),
+        "l2": np.zeros(s2),
+    }
 
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
@@ -268,10 +284,16 @@ def kpca_kpca_lssvm(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
     def step_3():
         state["H3"], state["b"] = linear_lssvm_level(state["H2"], eta3, lam, Y, fit_intercept)
 
-    history, changes = _run_passes({"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases,
-                                   callback)
-    return LevelwiseResult([state["H1"], state["H2"], state["H3"]], state["b"],
-                           {"level1": state["l1"], "level2": state["l2"]}, history, changes)
+    history, changes = _run_passes(
+        {"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases, callback
+    )
+    return LevelwiseResult(
+        [state["H1"], state["H2"], state["H3"]],
+        state["b"],
+        {"level1": state["l1"], "level2": state["l2"]},
+        history,
+        changes,
+    )
 
 
 def _run_passes(steps, state, objective, n_passes, phases, callback):

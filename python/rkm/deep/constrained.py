@@ -288,41 +288,50 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         """
         components = self.n_components if isinstance(self.n_components, (tuple, list)) else (self.n_components,)
         if len(components) == 0:
-            raise ValueError(f"n_components: must be a positive int or a sequence of them (one per level), "
-                             f"got {self.n_components!r}")
+            raise ValueError(
+                f"n_components: must be a positive int or a sequence of them (one per level), got {self.n_components!r}"
+            )
         sizes = tuple(check_int(s, "n_components") for s in components)
         if sum(sizes) > n_samples:
-            raise ValueError(f"n_components: the levels' components sum to {sum(sizes)}, more than "
-                             f"n_samples={n_samples} (the hidden features must be orthonormal)")
+            raise ValueError(
+                f"n_components: the levels' components sum to {sum(sizes)}, more than "
+                f"n_samples={n_samples} (the hidden features must be orthonormal)"
+            )
         n_levels = len(sizes)
         etas = tuple(check_positive(v, "eta") for v in _per_level(self.eta, "eta", n_levels))
         specs = self._level_specs(n_samples, n_features, sizes)
         if self.learn_gamma:
             for level, spec in enumerate(specs, start=1):
                 if spec[0] not in BANDWIDTH_KERNELS:
-                    raise ValueError(f"learn_gamma: bandwidths are learned for {' and '.join(BANDWIDTH_KERNELS)} "
-                                     f"levels only; level {level} is {spec[0]!r}")
+                    raise ValueError(
+                        f"learn_gamma: bandwidths are learned for {' and '.join(BANDWIDTH_KERNELS)} "
+                        f"levels only; level {level} is {spec[0]!r}"
+                    )
         H0 = None if isinstance(self.init, str) else self._check_init_array(n_samples, sum(sizes))
         return sizes, etas, specs, H0
 
     def _check_init_array(self, n_samples, p):
         H0 = np.asarray(self.init, dtype=np.float64)
         if H0.shape != (n_samples, p):
-            raise ValueError(f"init: an array must have shape (n_samples, sum of n_components) = {(n_samples, p)}, "
-                             f"got {H0.shape}")
+            raise ValueError(
+                f"init: an array must have shape (n_samples, sum of n_components) = {(n_samples, p)}, got {H0.shape}"
+            )
         if not np.all(np.isfinite(H0)):
             raise ValueError("init: the array contains NaN or infinity")
         singular = np.linalg.svd(H0, compute_uv=False)
         if singular[-1] <= 1e-12 * singular[0]:
-            raise ValueError(f"init: the array has rank below {p} (its smallest singular value is "
-                             f"{singular[-1]:.3g}, its largest {singular[0]:.3g}); no orthonormal matrix is near it")
+            raise ValueError(
+                f"init: the array has rank below {p} (its smallest singular value is "
+                f"{singular[-1]:.3g}, its largest {singular[0]:.3g}); no orthonormal matrix is near it"
+            )
         return np.ascontiguousarray(H0)
 
     def _level_specs(self, n_samples, n_features, sizes):
         """(name, gamma, degree, coef0) per level, gammas resolved."""
         n_levels = len(sizes)
-        columns = zip(*(_per_level(getattr(self, name), name, n_levels)
-                        for name in ("kernel", "gamma", "degree", "coef0")))
+        columns = zip(
+            *(_per_level(getattr(self, name), name, n_levels) for name in ("kernel", "gamma", "degree", "coef0"))
+        )
         specs = []
         for level, (kernel, gamma, degree, coef0) in enumerate(columns):
             if isinstance(kernel, Kernel):
@@ -334,8 +343,10 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 continue
             name = canonical_kernel_name(kernel)
             if name not in LEVEL_KERNELS:
-                raise ValueError(f"kernel: level {level + 1} works on hidden features and must be one of "
-                                 f"{', '.join(LEVEL_KERNELS)}, got {kernel!r}")
+                raise ValueError(
+                    f"kernel: level {level + 1} works on hidden features and must be one of "
+                    f"{', '.join(LEVEL_KERNELS)}, got {kernel!r}"
+                )
             if gamma is None:
                 gamma = n_samples / (2.0 * sizes[level - 1])
             specs.append(kernel_spec(name, gamma, degree, coef0, sizes[level - 1]))
@@ -348,8 +359,9 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         name, gamma, degree, coef0 = specs[0]
         K1 = kernel_matrix(X, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
         level_kernels = [_core_spec(spec) for spec in specs[1:]]
-        objective = _core.ConstrainedDeepObjective(K1, level_kernels, list(sizes), list(etas), bool(self.center),
-                                                   self.n_threads)
+        objective = _core.ConstrainedDeepObjective(
+            K1, level_kernels, list(sizes), list(etas), bool(self.center), self.n_threads
+        )
         return objective, K1
 
     def _initial_point(self, K1, specs, sizes, n_samples, H0):
@@ -364,9 +376,15 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         # The core objective runs its own threads and calls BLAS from each of them: one BLAS thread apiece.
         with blas_threads(1):
             # The method's own lines are one per iteration: verbose >= 2.
-            return stiefel.minimize(objective, H0, method=self.stiefel_method, tol=self.tol, max_iter=self.max_iter,
-                                    options=None if self.stiefel_options is None else dict(self.stiefel_options),
-                                    verbose=self.verbose if self.verbose >= 2 else 0)
+            return stiefel.minimize(
+                objective,
+                H0,
+                method=self.stiefel_method,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                options=None if self.stiefel_options is None else dict(self.stiefel_options),
+                verbose=self.verbose if self.verbose >= 2 else 0,
+            )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: None = None) -> ConstrainedDeepRKM:
@@ -396,11 +414,14 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 counts = (result.nit, result.nfev)
             self._store(X, result, objective, K1, specs, sizes, etas, counts)
         self.fit_time_ = self._progress.elapsed()
-        self._progress(f"objective {self.objective_:.10g}, grad_norm {self.grad_norm_:.2e}, feasibility "
-                       f"{self.feasibility_:.2e}, {self.n_iter_} iterations")
+        self._progress(
+            f"objective {self.objective_:.10g}, grad_norm {self.grad_norm_:.2e}, feasibility "
+            f"{self.feasibility_:.2e}, {self.n_iter_} iterations"
+        )
         if not result.success:
-            warnings.warn(_not_converged_message(self.stiefel_method, result, self.tol), ConvergenceWarning,
-                          stacklevel=3)
+            warnings.warn(
+                _not_converged_message(self.stiefel_method, result, self.tol), ConvergenceWarning, stacklevel=3
+            )
         return self
 
     def _fit_bandwidths(self, X, H0, specs, sizes, etas, objective):
@@ -416,12 +437,17 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             objective, K1 = self._objective(X, specs, sizes, etas)
             previous, result = result.fun, self._solve(objective, result.x)
             n_iter, n_evaluations = n_iter + result.nit, n_evaluations + result.nfev
-            self._progress(f"bandwidth round {round_index + 1}: gamma {tuple(spec[1] for spec in specs)}, "
-                           f"objective {result.fun:.10g}")
+            self._progress(
+                f"bandwidth round {round_index + 1}: gamma {tuple(spec[1] for spec in specs)}, "
+                f"objective {result.fun:.10g}"
+            )
             if abs(previous - result.fun) <= self.tol * abs(result.fun):
                 break
-        at_bound = [level + 1 for level, (t, (low, high)) in enumerate(zip(np.log([s[1] for s in specs]), bounds))
-                    if np.isclose(t, low, rtol=0, atol=1e-6) or np.isclose(t, high, rtol=0, atol=1e-6)]
+        at_bound = [
+            level + 1
+            for level, (t, (low, high)) in enumerate(zip(np.log([s[1] for s in specs]), bounds))
+            if np.isclose(t, low, rtol=0, atol=1e-6) or np.isclose(t, high, rtol=0, atol=1e-6)
+        ]
         if at_bound and not self.center:
             warnings.warn(
                 f"ConstrainedDeepRKM: the learned bandwidths of levels {at_bound} reached the limit of a factor "
@@ -434,14 +460,17 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def _bandwidth_step(self, X, H, specs, sizes, etas, bounds):
         """log(gamma) minimizing f with H fixed (L-BFGS-B within bounds)."""
+
         def fun(log_gammas):
-            current = [(name, float(np.exp(t)), degree, coef0)
-                       for (name, _, degree, coef0), t in zip(specs, log_gammas)]
+            current = [
+                (name, float(np.exp(t)), degree, coef0) for (name, _, degree, coef0), t in zip(specs, log_gammas)
+            ]
             return bandwidth_objective(H, X, current, sizes, etas, self.center, self.n_threads)
 
         start = np.log([spec[1] for spec in specs])
-        found = scipy.optimize.minimize(fun, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                                        options={"maxiter": self.max_iter or 1})
+        found = scipy.optimize.minimize(
+            fun, start, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": self.max_iter or 1}
+        )
         return found.x if found.fun <= fun(start)[0] else start
 
     def _store(self, X, result, objective, K1, specs, sizes, etas, counts):
@@ -490,8 +519,9 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         name, gamma, degree, coef0 = self._specs[level]
         n_train = H.shape[0]
         B = np.column_stack([H, np.full(n_train, 1.0 / n_train)])
-        KB = kernel_product(inputs, self._training_inputs(level), B, name, gamma, degree, coef0,
-                            n_threads=self.n_threads)
+        KB = kernel_product(
+            inputs, self._training_inputs(level), B, name, gamma, degree, coef0, n_threads=self.n_threads
+        )
         scores = KB[:, :-1]
         if self.center:
             sums = H.sum(axis=0)
@@ -537,8 +567,10 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         if components is None:
             return [np.arange(s) for s in sizes]
         if not isinstance(components, (tuple, list)) or len(components) != len(sizes):
-            raise ValueError(f"components: must be None or one sequence of indices per level ({len(sizes)}), "
-                             f"e.g. ((0,), ()), got {components!r}")
+            raise ValueError(
+                f"components: must be None or one sequence of indices per level ({len(sizes)}), "
+                f"e.g. ((0,), ()), got {components!r}"
+            )
         selected = []
         for level, (indices, size) in enumerate(zip(components, sizes), start=1):
             if not isinstance(indices, (tuple, list, np.ndarray)) or not all(
@@ -555,8 +587,9 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     def _preimage(self, beta, level, start):
         """Pre-image in the input space of `level` (0: the data; l: the hidden space of level l) of the point
         sum_i beta_i phi(y_i) of its feature space."""
-        return _preimage(beta, self._training_inputs(level), self._specs[level], start, self.preimage_max_iter,
-                         self.n_threads)
+        return _preimage(
+            beta, self._training_inputs(level), self._specs[level], start, self.preimage_max_iter, self.n_threads
+        )
 
     def _expansion(self, levels, selected):
         """beta = sum_l H_l[:, S_l] h_l*[S_l]: the selected components as coefficients over the training points."""
@@ -571,8 +604,10 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             selected = [np.arange(0)] * (len(self.H_) - 1) + [selected[-1]]
         chosen = [level for level, keep in enumerate(selected) if keep.size]
         if len(chosen) > 1:
-            raise ValueError(f"components: preimage path 'chained' decodes the components of one level, got "
-                             f"components in levels {[level + 1 for level in chosen]}")
+            raise ValueError(
+                f"components: preimage path 'chained' decodes the components of one level, got "
+                f"components in levels {[level + 1 for level in chosen]}"
+            )
         if not chosen:
             return self._preimage(self._with_mean(self._expansion(levels, selected)), 0, X)
         level = chosen[0]
@@ -587,8 +622,9 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             coefficients, H = hidden, self.H_[level]
         return self._preimage(self._with_mean(coefficients @ H.T), 0, X)
 
-    def denoise(self, X: ArrayLike, components: Sequence[Sequence[int]] | None = None, path: str | None = None
-                ) -> np.ndarray:
+    def denoise(
+        self, X: ArrayLike, components: Sequence[Sequence[int]] | None = None, path: str | None = None
+    ) -> np.ndarray:
         """Encode X, keep the selected components and map them back to input space (eqs. 8-11).
 
         Parameters
@@ -650,8 +686,9 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             raise ValueError("X: contains NaN or infinity")
         beta = self._with_mean(Z @ np.hstack(self.H_).T)
         name, gamma, degree, coef0 = self._specs[0]
-        similarities = kernel_product(self.X_fit_, None, np.ascontiguousarray(beta.T), name, gamma, degree, coef0,
-                                      n_threads=self.n_threads).T
+        similarities = kernel_product(
+            self.X_fit_, None, np.ascontiguousarray(beta.T), name, gamma, degree, coef0, n_threads=self.n_threads
+        ).T
         start = kernel_smoother(similarities, self.X_fit_, SMOOTHER_NEIGHBORS)
         return self._preimage(beta, 0, start)
 
@@ -665,8 +702,10 @@ def _not_converged_message(method, result, tol):
         advice = "increase max_iter or try stiefel_method=" + " or ".join(repr(name) for name in others)
     else:
         advice = "the tolerance is below what this problem reaches in floating point; use a larger tol"
-    return (f"ConstrainedDeepRKM: the Stiefel method {method!r} stopped with status {result.status!r} "
-            f"({result.message}); grad_norm {result.grad_norm:.3g}, tol {tol:g}: {advice}")
+    return (
+        f"ConstrainedDeepRKM: the Stiefel method {method!r} stopped with status {result.status!r} "
+        f"({result.message}); grad_norm {result.grad_norm:.3g}, tol {tol:g}: {advice}"
+    )
 
 
 def _per_level(value, name, n_levels):
@@ -752,6 +791,11 @@ def _preimage(beta, Y, spec, start, max_iter, n_threads):
         gradient = gradient - 2.0 * kernel_gradient(Z, Y, beta, name, gamma, degree, coef0, n_threads=n_threads)
         return float(value.sum() - 2.0 * np.sum(beta * K)), gradient.ravel()
 
-    found = scipy.optimize.minimize(residual, np.asarray(start, dtype=np.float64).ravel(), jac=True,
-                                    method="L-BFGS-B", options={"maxiter": max_iter})
+    found = scipy.optimize.minimize(
+        residual,
+        np.asarray(start, dtype=np.float64).ravel(),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter},
+    )
     return found.x.reshape(shape)

@@ -308,8 +308,10 @@ class DeepRKM(BaseEstimator):
         (three ints) and _kernels ((name, gamma, degree, coef0) of the three levels).
         """
         if self.solver != "levelwise" and self.architecture != "kpca_kpca_lssvm":
-            raise ValueError(f"solver: {self.solver!r} is the primal model of architecture='kpca_kpca_lssvm' "
-                             "(eqs. 5.3-5.6); use solver='levelwise' for 'lssvm_kpca_kpca'")
+            raise ValueError(
+                f"solver: {self.solver!r} is the primal model of architecture='kpca_kpca_lssvm' "
+                "(eqs. 5.3-5.6); use solver='levelwise' for 'lssvm_kpca_kpca'"
+            )
         self._etas = tuple(check_positive(v, "eta") for v in _per_level(self.eta, "eta", 3))
         self._components = tuple(check_int(v, "n_components") for v in _per_level(self.n_components, "n_components", 2))
         self._check_component_limits(n_samples)
@@ -327,8 +329,10 @@ class DeepRKM(BaseEstimator):
             if first > n_samples - 1:
                 raise ValueError(f"n_components: s2 = {first} exceeds n_samples - 1 = {n_samples - 1}")
             if second > first:
-                raise ValueError(f"n_components: s3 = {second} exceeds s2 = {first} (level 3 takes its components "
-                                 "from level 2's span, eq. 4.18)")
+                raise ValueError(
+                    f"n_components: s3 = {second} exceeds s2 = {first} (level 3 takes its components "
+                    "from level 2's span, eq. 4.18)"
+                )
         elif self.solver == "levelwise" and max(first, second) > n_samples:
             raise ValueError(f"n_components: ({first}, {second}) exceeds n_samples = {n_samples}")
 
@@ -343,15 +347,21 @@ class DeepRKM(BaseEstimator):
         if names is None:
             names = (self.kernel, "linear", "linear") if self.solver == "levelwise" else (self.kernel,) * 3
         widths = self._level_input_widths(n_features, n_outputs)
-        specs = [kernel_spec(kernel, gamma, self.degree, self.coef0, width)
-                 for kernel, gamma, width in zip(names, gammas, widths)]
+        specs = [
+            kernel_spec(kernel, gamma, self.degree, self.coef0, width)
+            for kernel, gamma, width in zip(names, gammas, widths)
+        ]
         level_names = tuple(spec[0] for spec in specs)
         if self.solver == "levelwise" and level_names[1:] != ("linear", "linear"):
-            raise ValueError(f"kernel: solver='levelwise' needs linear kernels in levels 2 and 3 (eqs. 4.11, "
-                             f"4.18), got {level_names}")
+            raise ValueError(
+                f"kernel: solver='levelwise' needs linear kernels in levels 2 and 3 (eqs. 4.11, "
+                f"4.18), got {level_names}"
+            )
         if self.solver == "reduced_set" and not set(level_names[1:]) <= set(SMOOTH_KERNELS):
-            raise ValueError(f"kernel: solver='reduced_set' needs differentiable kernels in levels 2-3 "
-                             f"{SMOOTH_KERNELS}, got {level_names[1:]}")
+            raise ValueError(
+                f"kernel: solver='reduced_set' needs differentiable kernels in levels 2-3 "
+                f"{SMOOTH_KERNELS}, got {level_names[1:]}"
+            )
         return specs
 
     def _level_input_widths(self, n_features, n_outputs):
@@ -387,8 +397,9 @@ class DeepRKM(BaseEstimator):
         return X, self.codes_[encoder.transform(y)]
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, y: ArrayLike, X_val: ArrayLike | None = None, y_val: ArrayLike | None = None
-            ) -> DeepRKM:
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, X_val: ArrayLike | None = None, y_val: ArrayLike | None = None
+    ) -> DeepRKM:
         """Fit the deep RKM.
 
         Parameters
@@ -431,21 +442,45 @@ class DeepRKM(BaseEstimator):
         name, gamma, degree, coef0 = self._kernels[0]
         n = X.shape[0]
         copies = 1 if self.architecture == "lssvm_kpca_kpca" else 2
-        check_memory(copies * n * n * 8, "X", f"{copies} {n} x {n} float64 matrices of the level-wise solver",
-                     advice="use fewer samples or solver='reduced_set'")
+        check_memory(
+            copies * n * n * 8,
+            "X",
+            f"{copies} {n} x {n} float64 matrices of the level-wise solver",
+            advice="use fewer samples or solver='reduced_set'",
+        )
         K = kernel_matrix(X, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads)
         H2, H3 = self._initial_hidden(n, rng)
         if self.architecture == "lssvm_kpca_kpca":
             result = _levelwise.lssvm_kpca_kpca(
-                K, Y, self._etas, float(self.lam), self._components, self.n_passes, self.phases,
-                H2, H3, True, callback=self._report_step,
+                K,
+                Y,
+                self._etas,
+                float(self.lam),
+                self._components,
+                self.n_passes,
+                self.phases,
+                H2,
+                H3,
+                True,
+                callback=self._report_step,
             )
             self.eigenvalues_ = [result.eigenvalues["level2"], result.eigenvalues["level3"]]
         else:
             H3 = np.zeros((n, Y.shape[1]))
             result = _levelwise.kpca_kpca_lssvm(
-                K, Y, self._etas, float(self.lam), self._components, self.n_passes, self.phases,
-                H2, H3, True, rng, self.n_threads, callback=self._report_step,
+                K,
+                Y,
+                self._etas,
+                float(self.lam),
+                self._components,
+                self.n_passes,
+                self.phases,
+                H2,
+                H3,
+                True,
+                rng,
+                self.n_threads,
+                callback=self._report_step,
             )
             self.eigenvalues_ = [result.eigenvalues["level1"], result.eigenvalues["level2"]]
         self.H_ = result.H
@@ -492,23 +527,34 @@ class DeepRKM(BaseEstimator):
             result["init"] = index
             result["status"] = "converged" if result["converged"] else "max_iter"
             if validation is not None:
-                result["validation_score"] = self._score_outputs(self._primal_outputs(validation[0], result),
-                                                                 validation[1])
+                result["validation_score"] = self._score_outputs(
+                    self._primal_outputs(validation[0], result), validation[1]
+                )
             results.append(result)
-            self._progress(f"init {index}: objective {result['objective']:.6g}, {result['n_iter']} iterations "
-                           f"({result['message']})")
+            self._progress(
+                f"init {index}: objective {result['objective']:.6g}, {result['n_iter']} iterations "
+                f"({result['message']})"
+            )
         finished = [r for r in results if r["status"] != "diverged"]
         if not finished:
             raise DivergenceError(
-                f"all {self.n_init} initializations diverged; {_primal.DIVERGENCE_ADVICE}", iterate=None, fun=None,
-                nit=0)
+                f"all {self.n_init} initializations diverged; {_primal.DIVERGENCE_ADVICE}",
+                iterate=None,
+                fun=None,
+                nit=0,
+            )
         best = min(finished, key=self._selection_key(validation is not None))
-        self.init_results_ = [{k: r.get(k) for k in ("init", "status", "objective", "n_iter", "validation_score")}
-                              for r in results]
+        self.init_results_ = [
+            {k: r.get(k) for k in ("init", "status", "objective", "n_iter", "validation_score")} for r in results
+        ]
         self._store_primal(best, X)
         if not best["converged"]:
-            warnings.warn(f"DeepRKM: L-BFGS stopped after {best['n_iter']} iterations ({best['message']}); "
-                          "increase max_iter or tol", ConvergenceWarning, stacklevel=4)
+            warnings.warn(
+                f"DeepRKM: L-BFGS stopped after {best['n_iter']} iterations ({best['message']}); "
+                "increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     def _lbfgs_verbose(self):
         """The L-BFGS driver prints one line per iteration: at verbose >= 2."""
@@ -528,8 +574,13 @@ class DeepRKM(BaseEstimator):
         return r2_score(y, outputs.ravel() if y.ndim == 1 else outputs)
 
     def _primal_options(self):
-        return dict(etas=self._etas, lam3=float(self.lam), c_stab=float(self.c_stab),
-                    c0=float(self.c0), objective=self.objective)
+        return dict(
+            etas=self._etas,
+            lam3=float(self.lam),
+            c_stab=float(self.c_stab),
+            c0=float(self.c0),
+            objective=self.objective,
+        )
 
     def _fit_reduced_set_once(self, X, Y, rng):
         M = self.n_reduced
@@ -542,15 +593,41 @@ class DeepRKM(BaseEstimator):
         dims = (M, s1, s2, p)
         options = self._primal_options()
         objective = _core.DeepReducedSetObjective(
-            K1, G1, Y, dims, self._kernels[1], self._kernels[2], options["etas"], options["lam3"],
-            options["c_stab"], options["c0"], self.regularizer, self.objective, self.n_threads,
+            K1,
+            G1,
+            Y,
+            dims,
+            self._kernels[1],
+            self._kernels[2],
+            options["etas"],
+            options["lam3"],
+            options["c_stab"],
+            options["c0"],
+            self.regularizer,
+            self.objective,
+            self.n_threads,
         )
         theta0 = np.concatenate([0.1 * rng.standard_normal(M * (s1 + s2 + p)), np.zeros(p), np.ones(s1 + s2)])
-        result = minimize_objective(lambda t: objective(t)[:2], theta0, n_eigen=s1 + s2, max_iter=self.max_iter,
-                                    tol=self.tol, verbose=self._lbfgs_verbose(), advice=_primal.DIVERGENCE_ADVICE)
-        return {"theta": result.theta, "objective": float(result.fun), "n_iter": int(result.nit),
-                "converged": result.converged, "message": result.message, "history": list(result.history),
-                "dims": dims, "reduced_set": reduced, "terms": objective(result.theta)[2]}
+        result = minimize_objective(
+            lambda t: objective(t)[:2],
+            theta0,
+            n_eigen=s1 + s2,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self._lbfgs_verbose(),
+            advice=_primal.DIVERGENCE_ADVICE,
+        )
+        return {
+            "theta": result.theta,
+            "objective": float(result.fun),
+            "n_iter": int(result.nit),
+            "converged": result.converged,
+            "message": result.message,
+            "history": list(result.history),
+            "dims": dims,
+            "reduced_set": reduced,
+            "terms": objective(result.theta)[2],
+        }
 
     def _feedforward_dims(self, n_features, n_outputs):
         s1, s2 = self._components
@@ -564,29 +641,61 @@ class DeepRKM(BaseEstimator):
 
         def fun(theta):
             f, grad, _ = _primal.feedforward_objective(
-                theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
-                options["objective"], self.toeplitz,
+                theta,
+                X,
+                Y,
+                dims,
+                options["etas"],
+                options["lam3"],
+                options["c_stab"],
+                options["c0"],
+                options["objective"],
+                self.toeplitz,
             )
             return f, grad
 
-        result = minimize_objective(fun, theta0, n_eigen=dims[4] + dims[5], max_iter=self.max_iter, tol=self.tol,
-                                    verbose=self._lbfgs_verbose(), advice=_primal.DIVERGENCE_ADVICE)
+        result = minimize_objective(
+            fun,
+            theta0,
+            n_eigen=dims[4] + dims[5],
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self._lbfgs_verbose(),
+            advice=_primal.DIVERGENCE_ADVICE,
+        )
         terms = _primal.feedforward_objective(
-            result.theta, X, Y, dims, options["etas"], options["lam3"], options["c_stab"], options["c0"],
-            options["objective"], self.toeplitz,
+            result.theta,
+            X,
+            Y,
+            dims,
+            options["etas"],
+            options["lam3"],
+            options["c_stab"],
+            options["c0"],
+            options["objective"],
+            self.toeplitz,
         )[2]
-        return {"theta": result.theta, "objective": float(result.fun), "n_iter": int(result.nit),
-                "converged": result.converged, "message": result.message, "history": list(result.history),
-                "dims": dims, "terms": terms}
+        return {
+            "theta": result.theta,
+            "objective": float(result.fun),
+            "n_iter": int(result.nit),
+            "converged": result.converged,
+            "message": result.message,
+            "history": list(result.history),
+            "dims": dims,
+            "terms": terms,
+        }
 
     def _primal_forward(self, X, result):
         """(Yhat, E1, E2) of the model of one primal fit at the rows of X (eqs. 5.4, 5.6)."""
         if self.solver == "reduced_set":
             name, gamma, degree, coef0 = self._kernels[0]
-            K1 = kernel_matrix(X, result["reduced_set"], kernel=name, gamma=gamma, degree=degree, coef0=coef0,
-                               n_threads=self.n_threads)
-            return _core.deep_reduced_set_forward(result["theta"], K1, result["dims"], self._kernels[1],
-                                                  self._kernels[2], self._etas, self.n_threads)
+            K1 = kernel_matrix(
+                X, result["reduced_set"], kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads
+            )
+            return _core.deep_reduced_set_forward(
+                result["theta"], K1, result["dims"], self._kernels[1], self._kernels[2], self._etas, self.n_threads
+            )
         return _primal.feedforward_forward(result["theta"], X, result["dims"], self.toeplitz)
 
     def _primal_outputs(self, X, result):
@@ -607,8 +716,8 @@ class DeepRKM(BaseEstimator):
             self.reduced_set_ = best["reduced_set"]
         else:
             *_, s1, s2, p = best["dims"]
-            l1, l2 = theta[-(s1 + s2):-s2], theta[-s2:]
-            self.intercept_ = theta[-(p + s1 + s2):-(s1 + s2)]
+            l1, l2 = theta[-(s1 + s2) : -s2], theta[-s2:]
+            self.intercept_ = theta[-(p + s1 + s2) : -(s1 + s2)]
             Yhat, E1, E2 = _primal.feedforward_forward(theta, X, best["dims"], self.toeplitz)
             self.H_ = [E1 / l1, E2 / l2, (self._training_targets - Yhat) / self.lam]
         self.eigenvalues_ = [l1, l2]
@@ -623,8 +732,12 @@ class DeepRKM(BaseEstimator):
         eta1, eta2, eta3 = self._etas
         name, gamma, degree, coef0 = self._kernels[0]
         H1, H2, H3 = self.H_
-        E1 = kernel_product(X, self.X_fit_, H1, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
-                            n_threads=self.n_threads) / eta1
+        E1 = (
+            kernel_product(
+                X, self.X_fit_, H1, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads
+            )
+            / eta1
+        )
         if self.architecture == "lssvm_kpca_kpca":
             return E1 + self.intercept_  # eq. 4.16
         # Eq. 4.9 with linear levels 2-3: e2 = (1/eta2) H2^T H1 Lambda1^-1 e1,

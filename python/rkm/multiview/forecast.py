@@ -237,12 +237,22 @@ class RKMForecaster(BaseEstimator):
 
     def _model(self):
         return MultiViewRKM(
-            self.n_components, kernel=(self.kernel if self.feature_map is None else self.feature_map,
-                                       self.output_kernel),
-            gamma=(self.gamma, None), degree=self.degree, coef0=self.coef0, solver=self.solver, rotate=self.rotate,
-            rescale=self.rescale, stiefel_method=self.stiefel_method, max_iter=self.max_iter, tol=self.tol,
-            preimage=self.preimage, n_neighbors=self.n_neighbors, n_threads=self.n_threads,
-            random_state=self.random_state, verbose=self.verbose,
+            self.n_components,
+            kernel=(self.kernel if self.feature_map is None else self.feature_map, self.output_kernel),
+            gamma=(self.gamma, None),
+            degree=self.degree,
+            coef0=self.coef0,
+            solver=self.solver,
+            rotate=self.rotate,
+            rescale=self.rescale,
+            stiefel_method=self.stiefel_method,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            preimage=self.preimage,
+            n_neighbors=self.n_neighbors,
+            n_threads=self.n_threads,
+            random_state=self.random_state,
+            verbose=self.verbose,
         )
 
     @_fit_context(prefer_skip_nested_validation=False)  # feature_map is a transformer: it validates its own

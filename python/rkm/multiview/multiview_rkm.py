@@ -161,7 +161,7 @@ def _renamed(error, index, sequences):
     message = str(error)
     for name in PER_VIEW:
         if message.startswith(f"{name}:") and name in sequences:
-            return ValueError(f"{name}[{index}]:" + message[len(name) + 1:])
+            return ValueError(f"{name}[{index}]:" + message[len(name) + 1 :])
     return error
 
 
@@ -371,8 +371,9 @@ class MultiViewRKM(BaseEstimator):
         parameter entry that messages about the view's map cite ("kernel" or "kernel[1]")."""
         n_views = len(arrays)
         if isinstance(self.kernel, (list, tuple)) and len(self.kernel) == 0:
-            raise ValueError("kernel: must be one value or a non-empty list or tuple (one entry per view), got "
-                             f"{self.kernel!r}")
+            raise ValueError(
+                f"kernel: must be one value or a non-empty list or tuple (one entry per view), got {self.kernel!r}"
+            )
         values = {name: _per_view(getattr(self, name), name, n_views) for name in PER_VIEW}
         sequences = [name for name in PER_VIEW if isinstance(getattr(self, name), (list, tuple))]
         sources = []
@@ -502,13 +503,20 @@ class MultiViewRKM(BaseEstimator):
         s = self.n_components
         solver = "dense" if eigen.prefer_dense(A.shape[0], s) else "krylov"
         w, V, _, n_iter = eigen.leading_eigenpairs(
-            A, s, solver, n_threads=self.n_threads, random_state=self.random_state, tol=self.tol,
-            max_iter=self.max_iter, model="MultiViewRKM",
+            A,
+            s,
+            solver,
+            n_threads=self.n_threads,
+            random_state=self.random_state,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            model="MultiViewRKM",
         )
         return w, V, n_iter
 
     def _stiefel(self, A):
         """A minimizer of -1/2 Tr(X^T A X) over X^T X = I (eqs. 8 and 12) and Gamma = X^T A X."""
+
         def objective(X):
             AX = A @ X
             return -0.5 * float(np.sum(X * AX)), -AX
@@ -516,7 +524,11 @@ class MultiViewRKM(BaseEstimator):
         tol = (self.tol or DEFAULT_STIEFEL_TOL) * max(float(np.linalg.norm(A)), np.finfo(float).tiny)
         start = stiefel.random_point(A.shape[0], self.n_components, random_state=self.random_state)
         result = stiefel.minimize(
-            objective, start, method=self.stiefel_method, tol=tol, max_iter=self.max_iter or DEFAULT_STIEFEL_MAX_ITER,
+            objective,
+            start,
+            method=self.stiefel_method,
+            tol=tol,
+            max_iter=self.max_iter or DEFAULT_STIEFEL_MAX_ITER,
             verbose=max(self.verbose - 1, 0),
         )
         if not result.success:
@@ -647,8 +659,9 @@ class MultiViewRKM(BaseEstimator):
         for view in views:
             if view.kind == "linear":
                 continue
-            view.ridge = ridge_preimage_coefficients(Z, view.X, self._ridge_spec(view), self.preimage_alpha,
-                                                     self.n_threads)
+            view.ridge = ridge_preimage_coefficients(
+                Z, view.X, self._ridge_spec(view), self.preimage_alpha, self.n_threads
+            )
         self._ridge_inputs = Z
 
     def _preimage(self, h, view):
@@ -657,8 +670,9 @@ class MultiViewRKM(BaseEstimator):
             return h @ view.U.T + view.mean
         if view.ridge is not None:
             name, gamma, degree, coef0 = self._ridge_spec(view)
-            K = kernel_matrix(h @ self._gamma_sqrt, self._ridge_inputs, name, gamma, degree, coef0,
-                              n_threads=self.n_threads)
+            K = kernel_matrix(
+                h @ self._gamma_sqrt, self._ridge_inputs, name, gamma, degree, coef0, n_threads=self.n_threads
+            )
             return K @ view.ridge
         # Predicted centred kernel row (eq. 16, or Phi_c phi~ in the primal) plus the column means: the similarities
         # up to a constant per point, which the smoother's scaling removes.
@@ -687,13 +701,17 @@ class MultiViewRKM(BaseEstimator):
             return (Phi - view.mean) @ view.U
         n_train = self.H_.shape[0]
         step = max(1, ROW_BLOCK_BYTES // (8 * n_train))
-        return np.vstack([self._centred_rows(view, X[start:start + step]) @ self.H_
-                          for start in range(0, X.shape[0], step)])
+        return np.vstack(
+            [self._centred_rows(view, X[start : start + step]) @ self.H_ for start in range(0, X.shape[0], step)]
+        )
 
     def _scores(self, arrays, skip=None):
         with blas_threads(thread_count(self.n_threads)):
-            return sum(self._view_scores(view, X) for v, (view, X) in enumerate(zip(self._views, arrays, strict=True))
-                       if v != skip)
+            return sum(
+                self._view_scores(view, X)
+                for v, (view, X) in enumerate(zip(self._views, arrays, strict=True))
+                if v != skip
+            )
 
     def _check_new_views(self, views, missing=None):
         return _check_views(views, self.n_views_, missing, self.input_dims_)

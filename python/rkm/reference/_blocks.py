@@ -37,8 +37,13 @@ def times_transpose(A, B, dtype=np.float64):
     """``A @ B.T`` computed in float64 a block of A's rows at a time, stored in `dtype`."""
     B = np.asarray(B, dtype=np.float64)
     # Blocks are sized by their rows of A (cast to float64) and of the result.
-    return blockwise(A.shape[0], B.shape[0], lambda rows, stop: np.asarray(A[rows], np.float64) @ B.T, dtype,
-                     row_bytes=8 * (A.shape[1] + B.shape[0]))
+    return blockwise(
+        A.shape[0],
+        B.shape[0],
+        lambda rows, stop: np.asarray(A[rows], np.float64) @ B.T,
+        dtype,
+        row_bytes=8 * (A.shape[1] + B.shape[0]),
+    )
 
 
 def mirror_lower(S):

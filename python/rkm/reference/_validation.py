@@ -13,9 +13,7 @@ def check_n_threads(n_threads):
     if n_threads is None:
         return None
     if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads == 0:
-        raise ValueError(
-            f"n_threads: must be None, a positive int, or negative (-1 = all cores), got {n_threads!r}"
-        )
+        raise ValueError(f"n_threads: must be None, a positive int, or negative (-1 = all cores), got {n_threads!r}")
     return int(n_threads)
 
 

@@ -55,14 +55,18 @@ __all__ = [
 # argument checks
 # --------------------------------------------------------------------------
 
+
 def _is_sequence(values):
     return isinstance(values, (tuple, list)) or (isinstance(values, np.ndarray) and values.ndim == 1)
 
 
 def _sizes(sizes):
     """The level sizes (s_1, ..., s_L) as a tuple of positive ints."""
-    valid = _is_sequence(sizes) and len(sizes) > 0 and all(
-        not isinstance(s, bool) and isinstance(s, numbers.Integral) and s > 0 for s in sizes)
+    valid = (
+        _is_sequence(sizes)
+        and len(sizes) > 0
+        and all(not isinstance(s, bool) and isinstance(s, numbers.Integral) and s > 0 for s in sizes)
+    )
     if not valid:
         raise ValueError(f"sizes: must be a non-empty sequence of positive ints (s_1, ..., s_L), got {sizes!r}")
     return tuple(int(s) for s in sizes)
@@ -74,12 +78,11 @@ def _etas(etas, n_levels):
     return tuple(finite_number(eta, "etas", positive=True) for eta in etas)
 
 
-
-
 def _level_kernels(level_kernels, n_levels):
     if not isinstance(level_kernels, (tuple, list)) or len(level_kernels) != n_levels - 1:
-        raise ValueError(f"level_kernels: must hold L - 1 = {n_levels - 1} kernel tuples (levels 2..L), "
-                         f"got {level_kernels!r}")
+        raise ValueError(
+            f"level_kernels: must hold L - 1 = {n_levels - 1} kernel tuples (levels 2..L), got {level_kernels!r}"
+        )
     return tuple(layer_kernel(spec, "level_kernels") for spec in level_kernels)
 
 
@@ -120,6 +123,7 @@ def _problem(K1, level_kernels, sizes, etas, center):
 # kernels of the hidden levels and their weighted derivatives
 # --------------------------------------------------------------------------
 
+
 def _blocks(H, sizes):
     """The column blocks H_1, ..., H_L of H."""
     return np.split(H, np.cumsum(sizes)[:-1], axis=1)
@@ -130,12 +134,10 @@ def _centred(A, center):
     return A - A.mean(axis=0) if center else A
 
 
-
-
-
 # --------------------------------------------------------------------------
 # objective
 # --------------------------------------------------------------------------
+
 
 def _centred_kernel(K, center):
     """C K C if center, else K."""
@@ -216,8 +218,7 @@ class ConstrainedDeepObjective:
     """
 
     def __init__(self, K1, level_kernels, sizes, etas, center, n_threads=None):
-        self._K1, self._kernels, self.sizes, self._etas, self._center = _problem(K1, level_kernels, sizes, etas,
-                                                                                center)
+        self._K1, self._kernels, self.sizes, self._etas, self._center = _problem(K1, level_kernels, sizes, etas, center)
         self._K1 = _centred_kernel(self._K1, self._center)
         self._n_threads = check_n_threads(n_threads)
         self.n_samples = self._K1.shape[0]
@@ -232,6 +233,7 @@ class ConstrainedDeepObjective:
 # --------------------------------------------------------------------------
 # level-wise start
 # --------------------------------------------------------------------------
+
 
 def _top_eigenvectors(A, s):
     """The s leading eigenvectors of the symmetric A (descending), signs fixed."""

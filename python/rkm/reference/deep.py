@@ -66,6 +66,7 @@ _NEGLIGIBLE_EIGENVALUE = 1e-12
 # argument checks
 # --------------------------------------------------------------------------
 
+
 def _sequence_of(values, length):
     """Whether `values` is a tuple, list or 1-D array of `length` entries (their type is checked later)."""
     if isinstance(values, np.ndarray):
@@ -159,6 +160,7 @@ def _kernel_rows(K1, M):
 # deep reduced-set model (eqs 5.2-5.4)
 # --------------------------------------------------------------------------
 
+
 def _forward(A1, A2, A3, b, l1, l2, K1, kernel2, kernel3, etas):
     """The forward pass of eq 5.4 on the rows of K1: a dict of its intermediate matrices."""
     eta1, eta2, eta3 = etas
@@ -199,8 +201,9 @@ def _kpca_level_backward(GZ, Z, l, weight):
     return GE, g_l
 
 
-def deep_reduced_set_objective(theta, K1, G1, Y, dims, kernel2, kernel3, etas, lam3, c_stab, c0, regularizer,
-                               objective, n_threads=None):
+def deep_reduced_set_objective(
+    theta, K1, G1, Y, dims, kernel2, kernel3, etas, lam3, c_stab, c0, regularizer, objective, n_threads=None
+):
     """Objective of the deep reduced-set kernel model (eq 5.3) and its analytic gradient.
 
     Parameters
@@ -271,12 +274,24 @@ def deep_reduced_set_objective(theta, K1, G1, Y, dims, kernel2, kernel3, etas, l
     regularizer = _choice(regularizer, "regularizer", _REGULARIZERS)
     objective = _choice(objective, "objective", _OBJECTIVES)
     with blas_threads(n_threads):
-        return _objective_and_gradient(theta, dims, K1, G1.astype(np.float64), Y.astype(np.float64), kernel2,
-                                       kernel3, etas, lam3, c_stab, c0, regularizer, objective)
+        return _objective_and_gradient(
+            theta,
+            dims,
+            K1,
+            G1.astype(np.float64),
+            Y.astype(np.float64),
+            kernel2,
+            kernel3,
+            etas,
+            lam3,
+            c_stab,
+            c0,
+            regularizer,
+            objective,
+        )
 
 
-def _objective_and_gradient(theta, dims, K1, G1, Y, kernel2, kernel3, etas, lam3, c_stab, c0, regularizer,
-                            objective):
+def _objective_and_gradient(theta, dims, K1, G1, Y, kernel2, kernel3, etas, lam3, c_stab, c0, regularizer, objective):
     eta1, eta2, eta3 = etas
     A1, A2, A3, b, l1, l2 = _unpack(theta, dims)
     fw = _forward(A1, A2, A3, b, l1, l2, K1, kernel2, kernel3, etas)
@@ -359,6 +374,7 @@ def deep_reduced_set_forward(theta, K1, dims, kernel2, kernel3, etas, n_threads=
 # --------------------------------------------------------------------------
 # level-wise solving (eqs 4.11, 4.18, 5.1)
 # --------------------------------------------------------------------------
+
 
 def _top_eigenpairs(A, s, B=None):
     """The s largest eigenpairs of the symmetric A, unit vectors, signs fixed, negligible ones zeroed.
@@ -472,8 +488,19 @@ def _schedule(n_passes, phases):
     return (forward + backward) * n_passes
 
 
-def deep_levelwise_lssvm_kpca_kpca(K1, Y, etas, lam, n_components, n_passes, phases="forward_backward", H2=None,
-                                   H3=None, fit_intercept=True, n_threads=None):
+def deep_levelwise_lssvm_kpca_kpca(
+    K1,
+    Y,
+    etas,
+    lam,
+    n_components,
+    n_passes,
+    phases="forward_backward",
+    H2=None,
+    H3=None,
+    fit_intercept=True,
+    n_threads=None,
+):
     """Level-wise solution (eq 5.1) of the deep RKM "LS-SVM regression, KPCA, KPCA" with linear levels 2, 3.
 
     Levels of eq 4.18 in the row layout, solved in the order of eq 5.1 (forward L1, L2, L3, then backward
@@ -534,21 +561,32 @@ def deep_levelwise_lssvm_kpca_kpca(K1, Y, etas, lam, n_components, n_passes, pha
     (the pairing's bias term b^T H1^T 1 is 0: H1^T 1 = 0 with an intercept, b = 0 without), which is the
     plan's J1 + Jbar2 + Jbar3. A level not solved yet counts with zero eigenvalues.
     """
-    K1, Y, etas, lam, n_passes, phases, fit_intercept = _levelwise_arguments(K1, Y, etas, lam, n_passes, phases,
-                                                                             fit_intercept)
+    K1, Y, etas, lam, n_passes, phases, fit_intercept = _levelwise_arguments(
+        K1, Y, etas, lam, n_passes, phases, fit_intercept
+    )
     n, p = Y.shape
     s2, s3 = _pair_of_components(n_components, n - 1 if fit_intercept else n, "s2, s3")
     if s3 > s2:
         raise ValueError(f"n_components: s3 = {s3} must not exceed s2 = {s2} (level 3 has rank <= s2)")
     eta1, eta2, eta3 = etas
-    state = dict(H1=np.zeros((n, p)), b=np.zeros(p), H2=_initial_hidden(H2, "H2", (n, s2)),
-                 H3=_initial_hidden(H3, "H3", (n, s3)), eigenvalues2=np.zeros(s2), eigenvalues3=np.zeros(s3))
+    state = dict(
+        H1=np.zeros((n, p)),
+        b=np.zeros(p),
+        H2=_initial_hidden(H2, "H2", (n, s2)),
+        H3=_initial_hidden(H3, "H3", (n, s3)),
+        eigenvalues2=np.zeros(s2),
+        eigenvalues3=np.zeros(s3),
+    )
 
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
-        return float(_regression_level(K1, H1, Y, eta1, lam)
-                     + _coupling(H1, H2, eta2) + _eigen_term(H2, state["eigenvalues2"])
-                     + _coupling(H2, H3, eta3) + _eigen_term(H3, state["eigenvalues3"]))
+        return float(
+            _regression_level(K1, H1, Y, eta1, lam)
+            + _coupling(H1, H2, eta2)
+            + _eigen_term(H2, state["eigenvalues2"])
+            + _coupling(H2, H3, eta3)
+            + _eigen_term(H3, state["eigenvalues3"])
+        )
 
     def solve_level(level):
         if level == 1:
@@ -575,8 +613,19 @@ def deep_levelwise_lssvm_kpca_kpca(K1, Y, etas, lam, n_components, n_passes, pha
     return dict(state, objective=history[-1][1], history=history)
 
 
-def deep_levelwise_kpca_kpca_lssvm(K1, Y, etas, lam, n_components, n_passes, phases="forward_backward", H2=None,
-                                   H3=None, fit_intercept=True, n_threads=None):
+def deep_levelwise_kpca_kpca_lssvm(
+    K1,
+    Y,
+    etas,
+    lam,
+    n_components,
+    n_passes,
+    phases="forward_backward",
+    H2=None,
+    H3=None,
+    fit_intercept=True,
+    n_threads=None,
+):
     """Level-wise solution (eq 5.1) of the deep RKM "KPCA, KPCA, LS-SVM regression" with linear levels 2, 3.
 
     Levels of eq 4.11 in the row layout, solved in the order of eq 5.1 (forward L1, L2, L3, then backward
@@ -633,19 +682,30 @@ def deep_levelwise_kpca_kpca_lssvm(K1, Y, etas, lam, n_components, n_passes, pha
     (the pairing's bias term b^T H3^T 1 is 0: H3^T 1 = 0 with an intercept, b = 0 without or before L3 is
     solved). A level not solved yet counts with zero eigenvalues.
     """
-    K1, Y, etas, lam, n_passes, phases, fit_intercept = _levelwise_arguments(K1, Y, etas, lam, n_passes, phases,
-                                                                             fit_intercept)
+    K1, Y, etas, lam, n_passes, phases, fit_intercept = _levelwise_arguments(
+        K1, Y, etas, lam, n_passes, phases, fit_intercept
+    )
     n, p = Y.shape
     s1, s2 = _pair_of_components(n_components, n, "s1, s2")
     eta1, eta2, eta3 = etas
-    state = dict(H1=np.zeros((n, s1)), H2=_initial_hidden(H2, "H2", (n, s2)), H3=_initial_hidden(H3, "H3", (n, p)),
-                 b=np.zeros(p), eigenvalues1=np.zeros(s1), eigenvalues2=np.zeros(s2))
+    state = dict(
+        H1=np.zeros((n, s1)),
+        H2=_initial_hidden(H2, "H2", (n, s2)),
+        H3=_initial_hidden(H3, "H3", (n, p)),
+        b=np.zeros(p),
+        eigenvalues1=np.zeros(s1),
+        eigenvalues2=np.zeros(s2),
+    )
 
     def objective():
         H1, H2, H3 = state["H1"], state["H2"], state["H3"]
-        return float(-0.5 * np.sum(H1 * (K1 @ H1)) / eta1 + _eigen_term(H1, state["eigenvalues1"])
-                     + _coupling(H1, H2, eta2) + _eigen_term(H2, state["eigenvalues2"])
-                     + _regression_level(_linear_gram(H2, 1.0), H3, Y, eta3, lam))
+        return float(
+            -0.5 * np.sum(H1 * (K1 @ H1)) / eta1
+            + _eigen_term(H1, state["eigenvalues1"])
+            + _coupling(H1, H2, eta2)
+            + _eigen_term(H2, state["eigenvalues2"])
+            + _regression_level(_linear_gram(H2, 1.0), H3, Y, eta3, lam)
+        )
 
     def solve_level(level):
         if level == 1:

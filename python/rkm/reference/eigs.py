@@ -80,8 +80,7 @@ def _check_solver_arguments(n, n_components, start, tol, max_iter):
     return n_components, tol
 
 
-def top_eigsh(A, n_components, start, tol=None, max_iter=None,
-              n_threads=None):
+def top_eigsh(A, n_components, start, tol=None, max_iter=None, n_threads=None):
     """Compute the largest algebraic eigenpairs of a symmetric matrix.
 
     Dense oracle of the core's iterative block solver: the result is exact up
@@ -140,8 +139,7 @@ def top_eigsh(A, n_components, start, tol=None, max_iter=None,
     return w, V, residuals, 1, converged
 
 
-def top_eigsh_operator(matmat, n, n_components, start, tol=None,
-                       max_iter=None, n_threads=None):
+def top_eigsh_operator(matmat, n, n_components, start, tol=None, max_iter=None, n_threads=None):
     """Compute the largest eigenpairs of a symmetric operator given by products.
 
     The oracle materialises ``A = matmat(I)``, symmetrises it and defers to
@@ -178,12 +176,12 @@ def top_eigsh_operator(matmat, n, n_components, start, tol=None,
         raise ValueError(f"matmat: must return real numbers, got dtype {A.dtype}")
     check_finite(A, "matmat")
     A = (A + A.T) / 2
-    return top_eigsh(A, n_components, start, tol=tol, max_iter=max_iter,
-                     n_threads=n_threads)
+    return top_eigsh(A, n_components, start, tol=tol, max_iter=max_iter, n_threads=n_threads)
 
 
-def kernel_top_eigsh(X, kernel, gamma, degree, coef0, center, n_components, start, tol=None, max_iter=None,
-                     n_threads=None, progress=None):
+def kernel_top_eigsh(
+    X, kernel, gamma, degree, coef0, center, n_components, start, tol=None, max_iter=None, n_threads=None, progress=None
+):
     """Compute the largest eigenpairs of the (centred) kernel matrix of X.
 
     Dense oracle of the core's matrix-free solver: it builds the whole kernel

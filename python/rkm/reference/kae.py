@@ -51,6 +51,7 @@ _METHODS = ("adjoint", "jacobian")
 # argument checks
 # --------------------------------------------------------------------------
 
+
 def _sequence(values, name, length, meaning):
     if not isinstance(values, (list, tuple)) or len(values) != length:
         raise ValueError(f"{name}: must be a list of {length} {meaning}, got {values!r}")
@@ -111,11 +112,15 @@ def _problem(X, phis, kernels, operators, penalties, precomputed, method, output
     X, output_gram = _inputs(X, precomputed, output_gram)
     phis = _coefficients(phis, X.shape[0], None if precomputed else X.shape[1], precomputed)
     count = len(phis)
-    kernels = [layer_kernel(k, "kernels", KAE_KERNELS)
-               for k in _sequence(kernels, "kernels", count, "(name, gamma, degree, coef0) tuples")]
+    kernels = [
+        layer_kernel(k, "kernels", KAE_KERNELS)
+        for k in _sequence(kernels, "kernels", count, "(name, gamma, degree, coef0) tuples")
+    ]
     operators = [None] * count if operators is None else operators
-    operators = [_operator(A, P.shape[1], index)
-                 for index, (A, P) in enumerate(zip(_sequence(operators, "operators", count, "arrays or None"), phis))]
+    operators = [
+        _operator(A, P.shape[1], index)
+        for index, (A, P) in enumerate(zip(_sequence(operators, "operators", count, "arrays or None"), phis))
+    ]
     n_layers = count + bool(precomputed)
     penalties = [finite_number(p, "penalties") for p in _sequence(penalties, "penalties", n_layers, "numbers")]
     if min(penalties) < 0:
@@ -126,6 +131,7 @@ def _problem(X, phis, kernels, operators, penalties, precomputed, method, output
 # --------------------------------------------------------------------------
 # forward pass
 # --------------------------------------------------------------------------
+
 
 def _times(B, A):
     return B if A is None else B @ A
@@ -138,11 +144,13 @@ def _ridge_layer(K_L, K_out, penalty):
         try:
             factor = linalg.cho_factor(K_L + n * penalty * np.eye(n))
         except linalg.LinAlgError:
-            raise ValueError("penalties: the last layer's ridge system K_L + n lambda_L I is not positive definite "
-                             "(K_L indefinite); use a larger lambda_L") from None
+            raise ValueError(
+                "penalties: the last layer's ridge system K_L + n lambda_L I is not positive definite "
+                "(K_L indefinite); use a larger lambda_L"
+            ) from None
         N = linalg.cho_solve(factor, linalg.cho_solve(factor, K_out).T)
         N = 0.5 * (N + N.T)
-        return N, n * penalty * N, n * penalty ** 2 * np.trace(N)
+        return N, n * penalty * N, n * penalty**2 * np.trace(N)
     values, vectors = np.linalg.eigh(K_L)
     kept = values > max(values[-1], 0.0) * n * np.finfo(np.float64).eps
     U = vectors[:, kept]
@@ -180,6 +188,7 @@ def _forward(X, phis, kernels, operators, penalties, output_gram, precomputed):
 # --------------------------------------------------------------------------
 # gradients
 # --------------------------------------------------------------------------
+
 
 def _adjoint(X, phis, kernels, operators, penalties, output_gram, precomputed, reps, grams, last):
     n = X.shape[0]
@@ -223,8 +232,9 @@ def _contract(weights, D1, J):
 def _jacobian(X, phis, kernels, operators, penalties, output_gram, precomputed, reps, grams, last):
     n = X.shape[0]
     count = len(phis)
-    D1 = [None] + [_first_argument_gradients(reps[layer], *grams[layer], kernels[layer - precomputed])
-                   for layer in range(1, count)]
+    D1 = [None] + [
+        _first_argument_gradients(reps[layer], *grams[layer], kernels[layer - precomputed]) for layer in range(1, count)
+    ]
     if precomputed:
         K_L, base, N_L, C = last
         D1_L = _first_argument_gradients(reps[-1], K_L, base, kernels[-1])
@@ -238,8 +248,9 @@ def _jacobian(X, phis, kernels, operators, penalties, output_gram, precomputed, 
             for layer in range(layer0 + 1, count):
                 P, A = phis[layer], operators[layer]
                 row += 2.0 * penalties[layer] * _contract(_times(P, A) @ P.T, D1[layer], J)  # eq. 12
-                inner = (np.einsum("pc,ipa,iab->icb", P, D1[layer], J, optimize=True)
-                         + np.einsum("pc,pia,pab->icb", P, D1[layer], J, optimize=True))
+                inner = np.einsum("pc,ipa,iab->icb", P, D1[layer], J, optimize=True) + np.einsum(
+                    "pc,pia,pab->icb", P, D1[layer], J, optimize=True
+                )
                 J = inner if A is None else np.einsum("cd,idb->icb", A, inner)  # higher Jacobian (B.3)
             if precomputed:
                 row += -2.0 / n * _contract(C + C.T, D1_L, J)  # eq. 14
@@ -254,8 +265,10 @@ def _jacobian(X, phis, kernels, operators, penalties, output_gram, precomputed, 
 # public routine
 # --------------------------------------------------------------------------
 
-def kae_loss_and_grad(X, phis, kernels, operators, penalties, precomputed=False, method="adjoint", n_threads=None,
-                      output_gram=None):
+
+def kae_loss_and_grad(
+    X, phis, kernels, operators, penalties, precomputed=False, method="adjoint", n_threads=None, output_gram=None
+):
     """Loss of a kernel autoencoder (eq. 4; eq. 5 for K²AE) and its gradient with respect to the coefficients.
 
     Parameters

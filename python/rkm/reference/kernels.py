@@ -126,8 +126,7 @@ def _kernel_blocks(name, X, Y, gamma, degree, coef0, dtype):
     return block
 
 
-def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                  n_threads=None, lower_only=False):
+def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, lower_only=False):
     """Compute the kernel (Gram) matrix between the rows of X and Y.
 
     Parameters
@@ -184,8 +183,13 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         # Overflow shows up as NaN or infinity in the result, which check_fits turns into an error.
         with np.errstate(all="ignore"):
             values = _kernel_blocks(name, X, Y, gamma, degree, coef0, out_dtype)
-            return blockwise(X.shape[0], n_y, lambda rows, stop: check_fits(values(rows, stop), name, out_dtype),
-                             out_dtype, lower=Y is None)
+            return blockwise(
+                X.shape[0],
+                n_y,
+                lambda rows, stop: check_fits(values(rows, stop), name, out_dtype),
+                out_dtype,
+                lower=Y is None,
+            )
 
 
 def kernel_product(X, Y, B, kernel="rbf", gamma=None, degree=3.0, coef0=1.0, n_threads=None):
@@ -265,8 +269,9 @@ def _gradient_terms(name, X_rows, Y, y_norms, gamma, degree, coef0):
         safe = np.where(norms > 0, norms, 1.0)
         k = np.where(norms > 0, dot / safe, 0.0)
         x_term = np.where(nx > 0, k / np.where(nx > 0, nx, 1.0), 0.0)
-        return (np.where(norms > 0, 1.0 / safe, 0.0)[:, :, None] * Y[None, :, :]
-                - x_term[:, :, None] * X_rows[:, None, :])
+        return (
+            np.where(norms > 0, 1.0 / safe, 0.0)[:, :, None] * Y[None, :, :] - x_term[:, :, None] * X_rows[:, None, :]
+        )
     # tanimoto: k = s / D with D = |x|^2 + |y|^2 - s
     denom = nx + ny - dot
     inv_sq = np.where(denom > 0, 1.0 / np.where(denom > 0, denom, 1.0) ** 2, 0.0)

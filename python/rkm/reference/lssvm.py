@@ -88,8 +88,19 @@ def lssvm_dual_solve(K, Y, eta=1.0, lam=1.0, fit_intercept=True, loo=False, n_th
     return U.astype(dtype), b.astype(dtype), residuals
 
 
-def lssvm_dual_fit(X, Y, kernel="rbf", gamma=None, degree=3.0, coef0=1.0, eta=1.0, lam=1.0, fit_intercept=True,
-                   loo=False, n_threads=None):
+def lssvm_dual_fit(
+    X,
+    Y,
+    kernel="rbf",
+    gamma=None,
+    degree=3.0,
+    coef0=1.0,
+    eta=1.0,
+    lam=1.0,
+    fit_intercept=True,
+    loo=False,
+    n_threads=None,
+):
     """Solve the dual system for the kernel matrix of X (see :func:`lssvm_dual_solve`).
 
     Parameters
@@ -117,8 +128,9 @@ def _backward_error_small(R, U, tolerance):
     return bool(np.all(np.abs(R).max(axis=0) <= tolerance * np.abs(U).max(axis=0)))
 
 
-def lssvm_dual_fit_mixed(X, Y, kernel="rbf", gamma=None, degree=3.0, coef0=1.0, eta=1.0, lam=1.0,
-                         fit_intercept=True, n_threads=None):
+def lssvm_dual_fit_mixed(
+    X, Y, kernel="rbf", gamma=None, degree=3.0, coef0=1.0, eta=1.0, lam=1.0, fit_intercept=True, n_threads=None
+):
     """:func:`lssvm_dual_fit` by a float32 factorization refined to float64 accuracy.
 
     The kernel matrix of X rounded to float32 is factorized in float32 (``scipy.linalg.cho_factor``) and

@@ -592,15 +592,25 @@ def _minimize(fun, H0, method, tol, max_iter, options):
     best, nit, step_measure, unchanged, lowest_grad_norm = point, 0, np.nan, 0, point.grad_norm
 
     if options["criterion"] == "grad" and _converged("grad", point, step_measure, tol):
-        return _result(point, "converged", "grad_norm <= tol at H0", nit, step_measure, objective, options,
-                       history_fun, history_grad)
+        return _result(
+            point,
+            "converged",
+            "grad_norm <= tol at H0",
+            nit,
+            step_measure,
+            objective,
+            options,
+            history_fun,
+            history_grad,
+        )
     while nit < max_iter:
         try:
             step = runner.step(point, nit)
         except _Stop as stop:
             returned = point if stop.status == "diverged" else best
-            return _result(returned, stop.status, stop.message, nit, step_measure, objective, options,
-                           history_fun, history_grad)
+            return _result(
+                returned, stop.status, stop.message, nit, step_measure, objective, options, history_fun, history_grad
+            )
         nit += 1
         new = step.point
         step_measure = float(np.linalg.norm(new.H - point.H)) / step.size
@@ -614,16 +624,42 @@ def _minimize(fun, H0, method, tol, max_iter, options):
             best = point
         if _converged(options["criterion"], point, step_measure, tol):
             measure = "grad_norm" if options["criterion"] == "grad" else "step measure"
-            return _result(point, "converged", f"{measure} <= tol {tol:g} after {nit} iterations", nit,
-                           step_measure, objective, options, history_fun, history_grad)
+            return _result(
+                point,
+                "converged",
+                f"{measure} <= tol {tol:g} after {nit} iterations",
+                nit,
+                step_measure,
+                objective,
+                options,
+                history_fun,
+                history_grad,
+            )
         if unchanged >= STAGNATION_ITERS:
-            return _result(best, "stagnated",
-                           f"neither the objective (to rounding) nor the lowest grad_norm changed over "
-                           f"{STAGNATION_ITERS} iterations; "
-                           f"grad_norm {best.grad_norm:.3g} > tol {tol:g}", nit, step_measure, objective,
-                           options, history_fun, history_grad)
-    return _result(best, "max_iter", f"max_iter = {max_iter} iterations reached before the tolerance", nit,
-                   step_measure, objective, options, history_fun, history_grad)
+            return _result(
+                best,
+                "stagnated",
+                f"neither the objective (to rounding) nor the lowest grad_norm changed over "
+                f"{STAGNATION_ITERS} iterations; "
+                f"grad_norm {best.grad_norm:.3g} > tol {tol:g}",
+                nit,
+                step_measure,
+                objective,
+                options,
+                history_fun,
+                history_grad,
+            )
+    return _result(
+        best,
+        "max_iter",
+        f"max_iter = {max_iter} iterations reached before the tolerance",
+        nit,
+        step_measure,
+        objective,
+        options,
+        history_fun,
+        history_grad,
+    )
 
 
 def _result(point, status, message, nit, step_measure, objective, options, history_fun, history_grad):

@@ -373,7 +373,12 @@ default="rbf"
 
     def _dense_eigenpairs(self, K, n_components, solver):
         return eigen.leading_eigenpairs(
-            K, n_components, solver, n_threads=self.n_threads, random_state=self.random_state, tol=self.tol,
+            K,
+            n_components,
+            solver,
+            n_threads=self.n_threads,
+            random_state=self.random_state,
+            tol=self.tol,
             max_iter=self.max_iter,
         )
 
@@ -408,8 +413,13 @@ default="rbf"
             return start.astype(X.dtype)
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         fm = Nystroem(
-            n_components=n_landmarks, kernel=name, gamma=gamma, degree=degree, coef0=coef0,
-            random_state=self.random_state, n_threads=self.n_threads,
+            n_components=n_landmarks,
+            kernel=name,
+            gamma=gamma,
+            degree=degree,
+            coef0=coef0,
+            random_state=self.random_state,
+            n_threads=self.n_threads,
         )
         with warnings.catch_warnings():  # the approximation's own diagnostics do not concern this fit
             warnings.simplefilter("ignore")
@@ -439,8 +449,18 @@ default="rbf"
         self._progress(f"start block of {block} columns ready; each block product recomputes the kernel")
         with blas_threads(1):  # single-threaded GEMMs on each of the core's threads
             w, V, residuals, n_iter, converged, column_means, grand_mean = _core.kernel_top_eigsh(
-                X, name, gamma, float(degree), float(coef0), self.center, n_components, start, self.tol, max_iter,
-                self.n_threads, (lambda k: self._progress(f"block product {k} done")) if self.verbose else None,
+                X,
+                name,
+                gamma,
+                float(degree),
+                float(coef0),
+                self.center,
+                n_components,
+                start,
+                self.tol,
+                max_iter,
+                self.n_threads,
+                (lambda k: self._progress(f"block product {k} done")) if self.verbose else None,
             )
         if not converged:
             eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
@@ -764,7 +784,11 @@ default="rbf"
             return smoothed
         start = smoothed if X_start is None else X_start
         X, _ = gaussian_fixed_point(
-            self._expansion_coefficients(H), self.X_fit_, self.gamma_, start, self.preimage_max_iter,
+            self._expansion_coefficients(H),
+            self.X_fit_,
+            self.gamma_,
+            start,
+            self.preimage_max_iter,
             n_threads=self.n_threads,
         )
         return X

@@ -132,8 +132,9 @@ class _LSSVM(BaseEstimator):
         if self.loo and solver != "cholesky":
             raise ValueError(f"loo: the closed-form leave-one-out residuals need solver='cholesky', not {solver!r}")
         if name == "precomputed" and solver != "cholesky":
-            raise ValueError(f"solver: {solver!r} evaluates the kernel from X itself; kernel='precomputed' needs "
-                             "solver='cholesky'")
+            raise ValueError(
+                f"solver: {solver!r} evaluates the kernel from X itself; kernel='precomputed' needs solver='cholesky'"
+            )
         return solver
 
     def _resolve_solver(self, n_samples, kernel_name):
@@ -142,8 +143,10 @@ class _LSSVM(BaseEstimator):
                 raise ValueError(f"feature_map: is used by solver='primal' only, not solver={self.solver!r}")
             return "primal"
         if self.solver == "primal":
-            raise ValueError("feature_map: solver='primal' needs an explicit feature map ('linear' or a "
-                             "transformer such as rkm.features.Nystroem)")
+            raise ValueError(
+                "feature_map: solver='primal' needs an explicit feature map ('linear' or a "
+                "transformer such as rkm.features.Nystroem)"
+            )
         if self.solver != "auto":
             return self.solver
         if kernel_name == "precomputed" or self.loo or n_samples <= AUTO_CHOLESKY_MAX_SAMPLES:
@@ -199,7 +202,16 @@ class _LSSVM(BaseEstimator):
                 )
             else:
                 H, b, residuals = _core.lssvm_dual_fit(
-                    X, Y, name, gamma, degree, coef0, self.eta, self.lam, self.fit_intercept, self.loo,
+                    X,
+                    Y,
+                    name,
+                    gamma,
+                    degree,
+                    coef0,
+                    self.eta,
+                    self.lam,
+                    self.fit_intercept,
+                    self.loo,
                     self.n_threads,
                 )
         self._store_dual(X, H, b)
@@ -209,10 +221,24 @@ class _LSSVM(BaseEstimator):
     def _fit_cg(self, X, Y):
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         result = _pcg.lssvm_pcg_fit(
-            X, Y, name, gamma, degree, coef0, eta=self.eta, lam=self.lam, fit_intercept=self.fit_intercept,
-            storage=self.kernel_storage, preconditioner=self.preconditioner, rank=self.preconditioner_rank,
-            tol=_pcg.DEFAULT_TOL if self.tol is None else self.tol, max_iter=self.max_iter, n_threads=self.n_threads,
-            random_state=self.random_state, verbose=self.verbose, progress=self._progress,
+            X,
+            Y,
+            name,
+            gamma,
+            degree,
+            coef0,
+            eta=self.eta,
+            lam=self.lam,
+            fit_intercept=self.fit_intercept,
+            storage=self.kernel_storage,
+            preconditioner=self.preconditioner,
+            rank=self.preconditioner_rank,
+            tol=_pcg.DEFAULT_TOL if self.tol is None else self.tol,
+            max_iter=self.max_iter,
+            n_threads=self.n_threads,
+            random_state=self.random_state,
+            verbose=self.verbose,
+            progress=self._progress,
         )
         self.n_iter_ = result.n_iter
         self.cg_residuals_ = np.asarray(result.residuals)
@@ -251,8 +277,9 @@ class _LSSVM(BaseEstimator):
             try:
                 W = scipy.linalg.solve(system, cross, assume_a="pos", check_finite=False)
             except np.linalg.LinAlgError as error:
-                raise ValueError(f"lam: the primal system is not positive definite for lam = {self.lam:g}; "
-                                 "increase lam") from error
+                raise ValueError(
+                    f"lam: the primal system is not positive definite for lam = {self.lam:g}; increase lam"
+                ) from error
         b = y_mean - moments.mean @ W if self.fit_intercept else np.zeros(Y.shape[1])
         self.feature_map_ = feature_map
         self.coef_ = W.astype(X.dtype)
@@ -533,10 +560,25 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         verbose: int = 0,
     ):
         super().__init__(
-            kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, lam=lam, eta=eta, fit_intercept=fit_intercept,
-            solver=solver, feature_map=feature_map, mixed_precision=mixed_precision, preconditioner=preconditioner,
-            preconditioner_rank=preconditioner_rank, kernel_storage=kernel_storage, tol=tol, max_iter=max_iter,
-            loo=loo, n_threads=n_threads, random_state=random_state, verbose=verbose,
+            kernel=kernel,
+            gamma=gamma,
+            degree=degree,
+            coef0=coef0,
+            lam=lam,
+            eta=eta,
+            fit_intercept=fit_intercept,
+            solver=solver,
+            feature_map=feature_map,
+            mixed_precision=mixed_precision,
+            preconditioner=preconditioner,
+            preconditioner_rank=preconditioner_rank,
+            kernel_storage=kernel_storage,
+            tol=tol,
+            max_iter=max_iter,
+            loo=loo,
+            n_threads=n_threads,
+            random_state=random_state,
+            verbose=verbose,
         )
         self.coding = coding
 
