@@ -64,6 +64,7 @@ from rkm._utils.validation import (
     RANDOM_STATE,
     check_fits_in_memory,
     kernel_constraints,
+    kernel_name_options,
 )
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec, names_with
 
@@ -616,7 +617,7 @@ class RandomFourierFeatures(_FeatureMap):
 
     _parameter_constraints: dict = {
         "n_components": COUNT,
-        "kernel": [StrOptions({"rbf", "gaussian", "laplacian"}), Kernel],
+        "kernel": [kernel_name_options(names_with("fourier_features")), Kernel],
         "gamma": [None, *POSITIVE],
         "orthogonal": ["boolean"],
         "random_state": RANDOM_STATE,

@@ -110,15 +110,21 @@ FINITE = [Interval(Real, None, None, closed="neither")]
 PER_LEVEL = [list, tuple]
 
 
+def kernel_name_options(names=KERNEL_NAMES, *, precomputed=False):
+    """scikit-learn's StrOptions of the kernel `names` (from the kernel table), their aliases, and with
+    precomputed=True also "precomputed"."""
+    aliases = {alias for alias, name in ALIASES.items() if name in names}
+    return StrOptions({*names, *aliases, *(["precomputed"] if precomputed else [])})
+
+
 def kernel_constraints(*, precomputed=True, per_level=False):
     """The constraints of `kernel`, `gamma`, `degree` and `coef0`: a kernel name (aliases included), an
     :class:`rkm.kernels.Kernel`, or with per_level=True also a sequence of them (one per level or view)."""
     from rkm.kernels import Kernel  # rkm.kernels imports this module
 
-    names = set(KERNEL_NAMES) | set(ALIASES) | ({"precomputed"} if precomputed else set())
     sequences = PER_LEVEL if per_level else []
     return {
-        "kernel": [StrOptions(names), Kernel, *sequences],
+        "kernel": [kernel_name_options(precomputed=precomputed), Kernel, *sequences],
         "gamma": [None, *FINITE, *sequences],
         "degree": [*NONNEGATIVE, *sequences],
         "coef0": [*FINITE, *sequences],

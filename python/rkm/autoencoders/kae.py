@@ -50,8 +50,9 @@ from rkm._utils.validation import (
     check_choices,
     check_nonnegative,
     kernel_constraints,
+    kernel_name_options,
 )
-from rkm.kernels import ALIASES, Kernel, kernel_matrix, kernel_spec, names_with
+from rkm.kernels import Kernel, kernel_matrix, kernel_spec, names_with
 
 __all__ = ["KernelAutoencoder"]
 
@@ -363,7 +364,7 @@ class KernelAutoencoder(TransformerMixin, BaseEstimator):
         **kernel_constraints(precomputed=True, per_level=True),
         # The layer kernels: those of LAYER_KERNELS by name, "precomputed" for K²AE's first layer.
         "kernel": [
-            StrOptions({*LAYER_KERNELS, *(a for a, name in ALIASES.items() if name in LAYER_KERNELS), "precomputed"}),
+            kernel_name_options(LAYER_KERNELS, precomputed=True),
             Kernel,
             *PER_LEVEL,
         ],

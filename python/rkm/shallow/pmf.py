@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rkm._utils.validation import FLOAT_DTYPES, N_THREADS, POSITIVE
+from rkm._utils.validation import FLOAT_DTYPES, N_THREADS, POSITIVE, kernel_name_options
 from rkm.kernels import Kernel, kernel_product, model_kernel_spec, names_with
 
 # Kernels that are nonnegative on every input (so that p_i >= 0, eq. 3.35) and integrable, so that they also
@@ -89,7 +88,7 @@ class KernelPMF(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "kernel": [StrOptions({"rbf", "gaussian", "laplacian", "precomputed"}), Kernel],
+        "kernel": [kernel_name_options(_DENSITY_KERNELS, precomputed=True), Kernel],
         "gamma": [None, *POSITIVE],
         "n_threads": N_THREADS,
     }
