@@ -5,7 +5,7 @@ from rkm._utils.openmp import passive_wait_policy
 with passive_wait_policy():
     from rkm import _core
 
-from rkm import features, metrics, stiefel
+from rkm import exceptions, features, metrics, stiefel
 from rkm._utils.config import show_config
 from rkm.autoencoders import KernelAutoencoder
 from rkm.deep import ConstrainedDeepRKM, DeepRKM
@@ -25,6 +25,7 @@ __all__ = [
     "MultiViewRKM",
     "RKMForecaster",
     "KernelAutoencoder",
+    "exceptions",
     "features",
     "metrics",
     "stiefel",

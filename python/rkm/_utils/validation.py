@@ -13,15 +13,18 @@ from rkm._kernel_table import ALIASES, KERNEL_NAMES
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
-def check_matrix(X, name, *, min_samples=1, min_features=1):
+def check_matrix(X, name, *, min_samples=1, min_features=1, copy=False):
     """Return X as a finite, C-contiguous float32/float64 2-D array (other dtypes become float64).
 
-    Non-contiguous and Fortran-ordered inputs are copied into C order; everything else is a view.
+    Non-contiguous and Fortran-ordered inputs are copied into C order; everything else is a view unless
+    copy=True, which estimators use for the arrays they keep (a caller changing X after fit must not change
+    the fitted model, scikit-learn's copy_X=True).
     """
     return check_array(
         X,
         dtype=list(FLOAT_DTYPES),
         order="C",
+        copy=copy,
         ensure_min_samples=min_samples,
         ensure_min_features=min_features,
         input_name=name,
