@@ -5,7 +5,17 @@ import pytest
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from rkm import reference
-from rkm.kernels import RBF, Cosine, Laplacian, Linear, Polynomial, Tanimoto, kernel_matrix
+from rkm.kernels import (
+    RBF,
+    Cosine,
+    Laplacian,
+    Linear,
+    Polynomial,
+    Tanimoto,
+    kernel_gradient,
+    kernel_matrix,
+    kernel_product,
+)
 
 
 def test_matches_sklearn_for_shared_kernels(rng):
@@ -219,3 +229,149 @@ def test_poly_gradient_edge_cases(rng):
     # degree 0: a constant kernel, whose gradient is 0 even where gamma x^T y + coef0 = 0
     G = kernel_gradient(np.eye(2), np.eye(2), np.ones((2, 2)), kernel="poly", gamma=1.0, degree=0.0, coef0=0.0)
     np.testing.assert_array_equal(G, np.zeros((2, 2)))
+
+
+# ------------------------------------------------------------------ sparse input and callable kernels
+
+_NAMED = [
+    ("linear", {}),
+    ("poly", dict(gamma=0.3, degree=2, coef0=0.5)),
+    ("rbf", dict(gamma=0.4)),
+    ("laplacian", dict(gamma=0.2)),
+    ("cosine", {}),
+    ("tanimoto", {}),
+]
+
+
+def _sparse_data(rng, n, d=12, density=0.3):
+    X = rng.random((n, d)) * (rng.random((n, d)) < density)
+    X[0] = 0.0  # an empty row: cosine and tanimoto give 0 there
+    return X
+
+
+@pytest.mark.parametrize("name, params", _NAMED)
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_input_equals_dense(rng, name, params, fmt):
+    import scipy.sparse as sp
+
+    X, Y = _sparse_data(rng, 40), _sparse_data(rng, 15)
+    Xs, Ys = sp.csr_matrix(X).asformat(fmt), sp.csr_array(Y).asformat(fmt)
+    for got, expected in [
+        (kernel_matrix(Xs, None, name, **params), kernel_matrix(X, None, name, **params)),
+        (kernel_matrix(Xs, Ys, name, **params), kernel_matrix(X, Y, name, **params)),
+        (kernel_matrix(Xs, Y, name, **params), kernel_matrix(X, Y, name, **params)),  # mixed sparse and dense
+        (kernel_matrix(X, Ys, name, **params), kernel_matrix(X, Y, name, **params)),
+    ]:
+        assert isinstance(got, np.ndarray) and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_sparse_tanimoto_on_binary_fingerprints_matches_the_definition(rng):
+    import scipy.sparse as sp
+
+    fp = (rng.random((50, 256)) < 0.05).astype(float)
+    fp[0] = 0.0
+    common = fp @ fp.T
+    counts = fp.sum(axis=1)
+    union = counts[:, None] + counts[None, :] - common
+    expected = np.divide(common, union, out=np.zeros_like(common), where=union > 0)
+    K = kernel_matrix(sp.csr_matrix(fp), kernel="tanimoto")
+    np.testing.assert_allclose(K, expected, rtol=1e-14, atol=0)
+    assert K[0, 0] == 0.0 and np.all(np.diag(K)[1:] == 1.0)
+
+
+def test_sparse_float32_is_preserved_and_rbf_diagonal_is_one(rng):
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(_sparse_data(rng, 20).astype(np.float32))
+    K = kernel_matrix(X, kernel="rbf", gamma=3.0)
+    assert K.dtype == np.float32
+    assert np.all(np.diag(K) == 1.0)
+
+
+def test_sparse_input_is_validated(rng):
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(_sparse_data(rng, 10))
+    X.data[0] = np.nan
+    with pytest.raises(ValueError, match="X"):
+        kernel_matrix(X)
+    with pytest.raises(ValueError, match="Y: has 3 features"):
+        kernel_matrix(sp.csr_matrix(_sparse_data(rng, 10)), sp.csr_matrix(np.ones((2, 3))))
+    with pytest.raises(ValueError, match="degree"):
+        kernel_matrix(
+            sp.csr_matrix(np.array([[1.0, 0.0], [-1.0, 0.0]])), kernel="poly", degree=1.5, coef0=0.0, gamma=1.0
+        )
+    with pytest.raises(ValueError, match="overflows"):
+        kernel_matrix(sp.csr_matrix(np.full((2, 2), 1e200)), kernel="linear")
+    with pytest.raises(ValueError, match="kernel"):
+        kernel_matrix(sp.csr_matrix(np.eye(3)), kernel="sigmoid")
+
+
+def test_callable_kernel_is_called_once_with_the_gram_convention(rng):
+    X, Y = rng.normal(size=(30, 4)), rng.normal(size=(12, 4))
+    calls = []
+
+    def k(A, B):
+        calls.append((A.shape, B.shape))
+        return pairwise_kernels(A, B, metric="rbf", gamma=0.4)
+
+    np.testing.assert_allclose(kernel_matrix(X, Y, kernel=k), kernel_matrix(X, Y, "rbf", gamma=0.4), rtol=1e-13)
+    np.testing.assert_allclose(kernel_matrix(X, kernel=k), kernel_matrix(X, None, "rbf", gamma=0.4), rtol=1e-13)
+    assert calls == [((30, 4), (12, 4)), ((30, 4), (30, 4))]
+
+
+def test_callable_kernel_receives_sparse_input_and_its_result_is_copied(rng):
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(_sparse_data(rng, 8))
+    cached = np.eye(8)
+    seen = []
+
+    def k(A, B):
+        seen.append(sp.issparse(A) and sp.issparse(B))
+        return cached
+
+    K = kernel_matrix(X, kernel=k)
+    K[:] = 5.0
+    assert seen == [True] and np.all(cached == np.eye(8))
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda A, B: np.ones((2, 2)), "shape"),
+        (lambda A, B: np.ones(A.shape[0])[:, None] * np.ones(B.shape[0]) * np.nan, "NaN or infinite"),
+        (lambda A, B: "gram", "numeric"),
+        (lambda A, B: np.ones((A.shape[0], B.shape[0], 1)), "shape"),
+    ],
+)
+def test_callable_kernel_result_is_checked(rng, bad, match):
+    with pytest.raises(ValueError, match=f"kernel: .*{match}"):
+        kernel_matrix(rng.normal(size=(5, 2)), kernel=bad)
+
+
+def test_kernel_product_with_callable_and_sparse(rng, monkeypatch):
+    import scipy.sparse as sp
+
+    import rkm.kernels
+
+    X, Y = _sparse_data(rng, 37), _sparse_data(rng, 23)
+    B = rng.normal(size=(23, 3))
+    expected = kernel_matrix(X, Y, "rbf", gamma=0.5) @ B
+    monkeypatch.setattr(rkm.kernels, "_PRODUCT_BLOCK_BYTES", 8 * 23 * 5)  # several row blocks
+    np.testing.assert_allclose(kernel_product(sp.csr_matrix(X), Y, B, "rbf", gamma=0.5), expected, rtol=1e-12)
+    k = lambda A, C: pairwise_kernels(A, C, metric="rbf", gamma=0.5)  # noqa: E731
+    np.testing.assert_allclose(kernel_product(X, Y, B, k), expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="B: must have one row per sample"):
+        kernel_product(X, Y, B[:5], k)
+
+
+def test_kernel_gradient_refuses_callable_and_sparse(rng):
+    import scipy.sparse as sp
+
+    X, W = rng.normal(size=(4, 2)), rng.normal(size=(4, 4))
+    with pytest.raises(ValueError, match="kernel: a callable kernel has no gradient"):
+        kernel_gradient(X, X, W, kernel=lambda A, B: A @ B.T)
+    with pytest.raises(ValueError, match="X: sparse input"):
+        kernel_gradient(sp.csr_matrix(X), X, W)

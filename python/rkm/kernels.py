@@ -17,19 +17,149 @@ Gen-RKM, Mika et al. pre-images)
 
 For example Constr-DRKM's sigma^2 = 50 on MNIST in [0, 1] is ``RBF.from_sigma(sigma2=50,
 convention="gaussian")``, i.e. gamma = 0.01.
+
+Callable kernels and sparse input
+---------------------------------
+:func:`kernel_matrix` and :func:`kernel_product` also take
+
+- ``kernel=callable``: a function called **once per kernel matrix** as ``kernel(X, Y)`` with the validated
+  inputs (Y is X itself when Y is None), returning the (n_samples_X, n_samples_Y) Gram matrix: the convention
+  of ``sklearn.svm.SVC(kernel=callable)``. (scikit-learn's ``KernelPCA`` / ``pairwise_kernels`` call a
+  callable per pair of rows instead; wrap such a function ``f(x, y) -> float`` as
+  ``functools.partial(sklearn.metrics.pairwise_kernels, metric=f)``.) The result is checked (shape, finite,
+  numeric) and copied, so a cached array of the caller is never changed by in-place centring;
+- scipy.sparse X and Y (CSR or CSC; other sparse formats are converted to CSR) for every named kernel:
+  linear, poly, cosine and tanimoto through one sparse product X Y^T, rbf through squared norms and that
+  product, laplacian through scikit-learn's sparse L1 distances. The result is a dense array. A callable
+  receives sparse inputs unchanged.
+
+:func:`kernel_gradient` takes neither (it raises ValueError naming the argument).
 """
 
 import numbers
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import manhattan_distances
+from sklearn.utils import check_array
 
 from rkm import _core
 from rkm._kernel_table import ALIASES, KERNEL_NAMES, KERNELS, KernelInfo, names_with  # noqa: F401 (re-exported)
 from rkm._utils.threads import blas_threads, check_n_threads
-from rkm._utils.validation import check_fits_in_memory, check_matrix, check_positive
+from rkm._utils.validation import FLOAT_DTYPES, check_fits_in_memory, check_matrix, check_positive
 
 _GAMMA_KERNELS = names_with("has_gamma")
+# Rows of X per block when a callable or sparse kernel product is formed from kernel matrices (kernel_product).
+_PRODUCT_BLOCK_BYTES = 64 * 2**20
+
+
+def is_callable_kernel(kernel):
+    """Whether `kernel` is a user function kernel(X, Y) -> Gram matrix (a :class:`Kernel` instance is not)."""
+    return callable(kernel) and not isinstance(kernel, Kernel)
+
+
+def _kernel_input(A, name):
+    """A (dense or scipy.sparse CSR/CSC) checked for a callable or sparse kernel: float32/float64, finite, 2-D."""
+    return check_array(
+        A, accept_sparse=("csr", "csc"), dtype=list(FLOAT_DTYPES), order="C", input_name=name, ensure_min_samples=1
+    )
+
+
+def _validated_general(arrays, required=("X",)):
+    """Validate the arrays of a callable or sparse kernel call; returns them and their common dtype."""
+    for key in required:
+        if arrays[key] is None:
+            raise ValueError(f"{key}: an array is required, got None")
+    checked = {}
+    for key, A in arrays.items():
+        if A is None:
+            checked[key] = None
+        elif key in ("X", "Y"):
+            checked[key] = _kernel_input(A, key)
+        else:
+            checked[key] = check_matrix(A, key)
+    X, Y = checked["X"], checked.get("Y")
+    if Y is not None and Y.shape[1] != X.shape[1]:
+        raise ValueError(f"Y: has {Y.shape[1]} features but X has {X.shape[1]}")
+    dtype = np.result_type(*(A.dtype for A in checked.values() if A is not None))
+    return checked, dtype
+
+
+def _callable_matrix(kernel, X, Y, dtype):
+    """K = kernel(X, Y or X), checked: numeric, 2-D of shape (n_X, n_Y), finite; a copy in `dtype`."""
+    Y_arg = X if Y is None else Y
+    K = kernel(X, Y_arg)
+    if sp.issparse(K):
+        K = K.toarray()
+    try:
+        K = np.array(K, dtype=dtype, order="C", copy=True)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"kernel: the callable must return a numeric array, got {type(K).__name__}") from error
+    expected = (X.shape[0], Y_arg.shape[0])
+    if K.shape != expected:
+        raise ValueError(
+            f"kernel: the callable must return the Gram matrix of shape (n_samples_X, n_samples_Y) = {expected}, "
+            f"got shape {K.shape}"
+        )
+    if not np.all(np.isfinite(K)):
+        raise ValueError("kernel: the callable returned NaN or infinite entries")
+    return K
+
+
+def _row_squared_norms(A):
+    if sp.issparse(A):
+        return np.asarray(A.multiply(A).sum(axis=1), dtype=np.float64).ravel()
+    return np.einsum("ij,ij->i", A, A, dtype=np.float64)
+
+
+def _as_float64(A):
+    return A.astype(np.float64) if A.dtype != np.float64 else A
+
+
+def _sparse_matrix(name, gamma, degree, coef0, X, Y, dtype):
+    """A named kernel of sparse (or mixed sparse and dense) inputs, computed in float64 from X Y^T."""
+    symmetric = Y is None
+    X = _as_float64(X)
+    Y = X if symmetric else _as_float64(Y)
+    if name == "laplacian":
+        K = np.exp(-gamma * manhattan_distances(X, Y))
+    else:
+        G = X @ Y.T
+        G = G.toarray() if sp.issparse(G) else np.asarray(G)
+        if name == "linear":
+            K = G
+        elif name == "poly":
+            base = gamma * G + coef0
+            if float(degree) != int(degree) and base.min(initial=0.0) < 0:
+                raise ValueError(
+                    f"degree: a non-integer degree ({degree}) needs gamma x^T y + coef0 >= 0, but some pairs of "
+                    "samples give a negative base; use an integer degree or a larger coef0"
+                )
+            with np.errstate(over="ignore", invalid="ignore"):
+                K = base**degree
+        else:
+            sq_x = _row_squared_norms(X)
+            sq_y = sq_x if symmetric else _row_squared_norms(Y)
+            if name == "rbf":
+                d2 = np.maximum(sq_x[:, None] + sq_y[None, :] - 2.0 * G, 0.0)
+                if symmetric:
+                    np.fill_diagonal(d2, 0.0)
+                K = np.exp(-gamma * d2)
+            elif name == "cosine":
+                norms = np.outer(np.sqrt(sq_x), np.sqrt(sq_y))
+                K = np.divide(G, norms, out=np.zeros_like(G), where=norms > 0)
+            else:  # tanimoto: x^T y / (|x|^2 + |y|^2 - x^T y); two empty fingerprints give 0
+                denominator = sq_x[:, None] + sq_y[None, :] - G
+                K = np.divide(G, denominator, out=np.zeros_like(G), where=denominator > 0)
+    with np.errstate(over="ignore"):
+        K = K.astype(dtype, copy=False)
+    if not np.all(np.isfinite(K)):
+        raise ValueError(
+            f"X: the {name} kernel overflows {np.dtype(dtype).name} (some entries are infinite or NaN); "
+            "scale the inputs down"
+        )
+    return np.ascontiguousarray(K)
 
 
 def canonical_kernel_name(kernel, extra_names=()):
@@ -84,9 +214,13 @@ def kernel_spec(kernel, gamma=None, degree=3, coef0=1.0, n_features=1, allowed=K
 def model_kernel_spec(kernel, gamma, degree, coef0, n_features):
     """(name, gamma, degree, coef0) of an estimator's kernel parameters: a :class:`Kernel` (its own parameters
     apply), "precomputed" (returned as ("precomputed", None, None, None)), or a kernel name with the
-    estimator's gamma, degree and coef0, resolved by :func:`kernel_spec`."""
+    estimator's gamma, degree and coef0, resolved by :func:`kernel_spec`. A callable kernel (see
+    :func:`kernel_matrix`) comes back in the name's place as (kernel, None, None, None): pass it on to
+    :func:`kernel_matrix` / :func:`kernel_product`, which call it; the compiled core cannot."""
     if isinstance(kernel, Kernel):
         return kernel_spec(kernel, n_features=n_features)
+    if is_callable_kernel(kernel):
+        return kernel, None, None, None
     name = canonical_kernel_name(kernel, extra_names=("precomputed",))
     if name == "precomputed":
         return "precomputed", None, None, None
@@ -120,11 +254,15 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
 
     Parameters
     ----------
-    X : array-like of shape (n_samples_X, n_features)
-    Y : array-like of shape (n_samples_Y, n_features), default=None
-    kernel : {"linear", "poly", "rbf", "laplacian", "cosine", "tanimoto"} or Kernel, default="rbf"
+    X : {array-like, scipy.sparse matrix} of shape (n_samples_X, n_features)
+        Sparse CSR/CSC input is accepted by every named kernel and passed as is to a callable.
+    Y : {array-like, scipy.sparse matrix} of shape (n_samples_Y, n_features), default=None
+    kernel : {"linear", "poly", "rbf", "laplacian", "cosine", "tanimoto"}, Kernel or callable, default="rbf"
         Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted. A :class:`Kernel` instance brings
-        its own parameters (gamma, degree, coef0 are then ignored).
+        its own parameters (gamma, degree, coef0 are then ignored). A callable is called once as
+        ``kernel(X, Y)`` (``kernel(X, X)`` when Y is None) and must return the Gram matrix of shape
+        (n_samples_X, n_samples_Y), finite (ValueError naming ``kernel`` otherwise); gamma, degree, coef0
+        and n_threads do not apply to it (see the module docstring).
     gamma : float, default=None
         Canonical bandwidth (see the module docstring); None means 1 / n_features.
     degree, coef0 : float
@@ -149,6 +287,8 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     """
     if isinstance(kernel, Kernel):
         return kernel(X, Y, n_threads=n_threads)
+    if is_callable_kernel(kernel) or sp.issparse(X) or sp.issparse(Y):
+        return _general_kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads)
     name, gamma, n_threads, arrays = _validated(kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y})
     X, Y = arrays["X"], arrays["Y"]
     n_y = X.shape[0] if Y is None else Y.shape[0]
@@ -156,6 +296,39 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     # The core runs one single-threaded GEMM per band on each of its own threads.
     with blas_threads(1):
         return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads, lower_only)
+
+
+def _general_kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads):
+    """kernel_matrix for a callable kernel or sparse inputs (computed in Python, not by the core)."""
+    if not is_callable_kernel(kernel):
+        canonical_kernel_name(kernel)  # a bad name is reported before bad arrays
+    check_n_threads(n_threads)
+    arrays, dtype = _validated_general({"X": X, "Y": Y})
+    X, Y = arrays["X"], arrays["Y"]
+    n_y = X.shape[0] if Y is None else Y.shape[0]
+    check_fits_in_memory((X.shape[0], n_y), np.float64, "X")
+    if is_callable_kernel(kernel):
+        return _callable_matrix(kernel, X, Y, dtype)
+    name, gamma, degree, coef0 = kernel_spec(kernel, gamma, degree, coef0, X.shape[1])
+    return _sparse_matrix(name, 1.0 if gamma is None else gamma, degree, coef0, X, Y, dtype)
+
+
+def _general_kernel_product(X, Y, B, kernel, gamma, degree, coef0, n_threads):
+    """kernel_product for a callable kernel or sparse inputs: K(X_block, Y) @ B by blocks of rows of X."""
+    if not is_callable_kernel(kernel):
+        canonical_kernel_name(kernel)
+    arrays, dtype = _validated_general({"X": X, "Y": Y, "B": B}, required=("X", "B"))
+    X, Y, B = arrays["X"], arrays["Y"], arrays["B"]
+    n_y = X.shape[0] if Y is None else Y.shape[0]
+    if B.shape[0] != n_y:
+        raise ValueError(f"B: must have one row per sample of {'X' if Y is None else 'Y'} ({n_y}), got {B.shape[0]}")
+    Y = X if Y is None else Y
+    rows = max(1, _PRODUCT_BLOCK_BYTES // (8 * max(n_y, 1)))
+    out = np.empty((X.shape[0], B.shape[1]), dtype=dtype)
+    for start in range(0, X.shape[0], rows):
+        K = _general_kernel_matrix(X[start : start + rows], Y, kernel, gamma, degree, coef0, n_threads)
+        out[start : start + rows] = K @ B
+    return out
 
 
 def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
@@ -167,10 +340,12 @@ def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=
 
     Parameters
     ----------
-    X : array-like of shape (n_samples_X, n_features)
-    Y : array-like of shape (n_samples_Y, n_features), default=None (Y = X)
+    X : {array-like, scipy.sparse matrix} of shape (n_samples_X, n_features)
+    Y : {array-like, scipy.sparse matrix} of shape (n_samples_Y, n_features), default=None (Y = X)
     B : array-like of shape (n_samples_Y, n_columns)
     kernel, gamma, degree, coef0, n_threads : as in :func:`kernel_matrix`
+        A callable kernel or sparse X / Y is evaluated in Python by blocks of rows of X (each block's
+        kernel matrix then multiplies B), not tile by tile in the core.
 
     Returns
     -------
@@ -178,6 +353,8 @@ def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=
     """
     if isinstance(kernel, Kernel):
         return kernel_product(X, Y, B, kernel.name, n_threads=n_threads, **kernel.params())
+    if is_callable_kernel(kernel) or sp.issparse(X) or sp.issparse(Y):
+        return _general_kernel_product(X, Y, B, kernel, gamma, degree, coef0, n_threads)
     name, gamma, n_threads, arrays = _validated(
         kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "B": B}, required=("X", "B")
     )
@@ -209,6 +386,11 @@ def kernel_gradient(X, Y, W, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
     """
     if isinstance(kernel, Kernel):
         return kernel_gradient(X, Y, W, kernel.name, n_threads=n_threads, **kernel.params())
+    if is_callable_kernel(kernel):
+        raise ValueError("kernel: a callable kernel has no gradient; kernel_gradient needs a named kernel")
+    for key, A in (("X", X), ("Y", Y), ("W", W)):
+        if sp.issparse(A):
+            raise ValueError(f"{key}: sparse input is not supported by kernel_gradient; pass {key}.toarray()")
     name, gamma, n_threads, arrays = _validated(
         kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "W": W}, required=("X", "Y", "W")
     )
