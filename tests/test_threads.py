@@ -28,3 +28,63 @@ def test_core_loads_with_passive_waiting_and_restores_the_environment():
 @pytest.mark.parametrize("policy", ["active", "PASSIVE"])
 def test_a_policy_the_user_set_is_kept(policy):
     assert _policies({**os.environ, "OMP_WAIT_POLICY": policy}) == [policy, policy]
+
+
+# The n_threads knob and the BLAS limits under concurrency.
+
+
+def _blas_limits():
+    from threadpoolctl import threadpool_info
+
+    return sorted((lib["filepath"], lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas")
+
+
+def test_thread_counts_above_the_cores_are_clamped():
+    from rkm._utils.threads import available_cores, check_n_threads, thread_count
+
+    cores = available_cores()
+    assert check_n_threads(100_000) == thread_count(100_000) == cores
+    assert thread_count(-1) == cores and thread_count(1) == 1
+
+
+def test_a_huge_n_threads_runs_instead_of_ending_the_process():
+    import numpy as np
+
+    import rkm
+    from rkm.kernels import kernel_matrix
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    np.testing.assert_allclose(kernel_matrix(X, n_threads=100_000), kernel_matrix(X, n_threads=1), rtol=1e-13)
+    y = X[:, 0]
+    big = rkm.LSSVMRegressor(n_threads=50_000).fit(X, y).predict(X)
+    np.testing.assert_allclose(big, rkm.LSSVMRegressor(n_threads=1).fit(X, y).predict(X), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_concurrent_fits_restore_the_blas_limits():
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    import rkm
+
+    before = _blas_limits()
+    X = np.random.default_rng(0).normal(size=(60, 4))
+
+    def fit(seed):
+        return rkm.ConstrainedDeepRKM((3, 2), n_threads=1 + seed % 2, random_state=seed, max_iter=50).fit(X)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(fit, range(16)))
+    assert _blas_limits() == before
+
+
+def test_n_threads_never_raises_blas_above_the_process_limit():
+    from threadpoolctl import threadpool_limits
+
+    from rkm._utils.threads import blas_threads
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(2):
+            assert {threads for _, threads in _blas_limits()} == {1}
+        assert {threads for _, threads in _blas_limits()} == {1}
