@@ -64,8 +64,8 @@ def check_int(value, name, *, low=1, allow_none=False):
     return int(value)
 
 
-def available_memory_bytes():
-    """Memory the OS can still hand out, from /proc/meminfo where present."""
+def _meminfo_available():
+    """MemAvailable from /proc/meminfo, else the free physical pages; None where neither exists."""
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
@@ -77,6 +77,78 @@ def available_memory_bytes():
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def _read_number(path):
+    try:
+        with open(path) as file:
+            text = file.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # cgroup v2 writes "max" for no limit
+
+
+def _cgroup_dirs():
+    """The memory cgroup directories to read, in order: v2 (unified) ones, then v1 memory ones.
+
+    The process's own directory comes first, then the mount root (containers often show their cgroup there).
+    """
+    unified, v1 = [], []
+    try:
+        with open("/proc/self/cgroup") as cgroups:
+            for line in cgroups:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controllers == "":
+                    unified.append("/sys/fs/cgroup" + path)
+                elif "memory" in controllers.split(","):
+                    v1.append("/sys/fs/cgroup/memory" + path)
+    except (OSError, ValueError):
+        pass
+    return unified + ["/sys/fs/cgroup"], v1 + ["/sys/fs/cgroup/memory"]
+
+
+def _cgroup_available():
+    """The memory the process's cgroup (v2 or v1) still allows: limit minus usage; None without a limit.
+
+    In a container the host's MemAvailable can be far above the container's limit, and a fit let through on it
+    is killed by the OOM killer. A v1 "no limit" is a huge number and is ignored, as is v2's "max".
+    """
+    unified, v1 = _cgroup_dirs()
+    candidates = [(directory, "memory.max", "memory.current") for directory in unified]
+    candidates += [(directory, "memory.limit_in_bytes", "memory.usage_in_bytes") for directory in v1]
+    for directory, limit_file, usage_file in candidates:
+        limit = _read_number(os.path.join(directory, limit_file))
+        if limit is not None and limit < 2**60:
+            usage = _read_number(os.path.join(directory, usage_file)) or 0
+            return max(limit - usage, 0)
+    return None
+
+
+def _address_space_available():
+    """What RLIMIT_AS (ulimit -v) still allows this process to map; None without a limit."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        mapped = 0
+    return max(soft - mapped, 0)
+
+
+def available_memory_bytes():
+    """Memory this process can still get: the least of the OS's MemAvailable, its cgroup's remaining limit
+    (v2 or v1) and its address-space limit (RLIMIT_AS); None where none of them can be read."""
+    limits = [
+        value for value in (_meminfo_available(), _cgroup_available(), _address_space_available()) if value is not None
+    ]
+    return min(limits) if limits else None
 
 
 def check_memory(needed, name, what, advice="use fewer samples or float32"):
