@@ -7,6 +7,7 @@ import pathlib
 import re
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
@@ -246,3 +247,86 @@ def _default_instance(cls):
     return cls(
         **{p.name: required[p.name] for p in parameters if p.default is inspect.Parameter.empty and p.name != "self"}
     )
+
+
+# ------------------------------------------------------------------------------- array layouts and ownership
+
+_LAYOUT_ESTIMATORS = [
+    KernelPCA(n_components=2, random_state=0),
+    LSSVMRegressor(),
+    LSSVMClassifier(),
+    KernelSVD(2, kernel="rbf"),
+    KernelPMF(),
+    DeepRKM(task="regression", n_passes=2),
+    ConstrainedDeepRKM((2, 1), max_iter=30, random_state=0),
+    KernelAutoencoder(max_iter=10, random_state=0),
+    Nystroem(5, random_state=0),
+    RandomFourierFeatures(20, random_state=0),
+]
+
+
+def _layout_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    return X, np.where(X[:, 0] + 0.3 * rng.normal(size=30) > 0, 1, 0)
+
+
+def _output(estimator, X):
+    """What the fitted estimator gives for X: predictions where it predicts, else its transform or scores."""
+    for method in ("predict", "transform", "score_samples"):
+        if hasattr(estimator, method):
+            return np.asarray(getattr(estimator, method)(X), dtype=float)
+    raise AssertionError(f"{type(estimator).__name__} has no output method")
+
+
+def _fit(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", _LAYOUT_ESTIMATORS, ids=lambda est: type(est).__name__)
+def test_fortran_and_strided_inputs_give_the_c_ordered_result(estimator):
+    X, y = _layout_data()
+    expected = _output(_fit(estimator, X, y), X)
+    wide = np.repeat(X, 2, axis=1)  # columns 0, 2, 4 of it are X: a strided, non-contiguous view
+    for layout in (np.asfortranarray(X), wide[:, ::2]):
+        assert not layout.flags.c_contiguous
+        np.testing.assert_allclose(_output(_fit(estimator, layout, y), layout), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_two_column_targets_in_fortran_order_are_accepted():
+    # A two-column pandas DataFrame's values are Fortran-ordered.
+    X, _ = _layout_data()
+    Y = np.asfortranarray(np.column_stack([X[:, 0], X[:, 1] ** 2]))
+    expected = LSSVMRegressor().fit(X, np.ascontiguousarray(Y)).predict(X)
+    np.testing.assert_allclose(LSSVMRegressor().fit(X, Y).predict(X), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(LSSVMRegressor().fit(X, Y[:, ::-1]).predict(X), expected[:, ::-1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", _LAYOUT_ESTIMATORS, ids=lambda est: type(est).__name__)
+def test_changing_the_training_arrays_after_fit_does_not_change_the_model(estimator):
+    X, y = _layout_data()
+    X_train, y_train = X.copy(), y.copy()
+    fitted = _fit(estimator, X_train, y_train)
+    before = _output(fitted, X)
+    X_train[:] = 0.0
+    y_train[:] = 0
+    np.testing.assert_array_equal(_output(fitted, X), before)
+
+
+def test_multiview_models_keep_copies_of_their_training_data():
+    rng = np.random.default_rng(0)
+    views = [rng.normal(size=(25, 3)), rng.normal(size=(25, 2))]
+    model = rkm.MultiViewRKM(2).fit([view.copy() for view in views])
+    kept = [view.copy() for view in views]
+    model_b = rkm.MultiViewRKM(2).fit(kept)
+    for view in kept:
+        view[:] = 0.0
+    np.testing.assert_array_equal(model_b.transform(views), model.transform(views))
+    series = np.sin(np.linspace(0, 12, 80))
+    forecaster = rkm.RKMForecaster(5, n_components=2).fit(series.copy())
+    mutable = series.copy()
+    forecaster_b = rkm.RKMForecaster(5, n_components=2).fit(mutable)
+    mutable[:] = 0.0
+    np.testing.assert_array_equal(forecaster_b.predict(10), forecaster.predict(10))
