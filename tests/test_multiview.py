@@ -1,16 +1,23 @@
 """rkm.MultiViewRKM: the four solvers against each other and against independent constructions, centring of
-non-centred data, Stiefel rotation, rescaling, missing-view inference and bad input.
+non-centred data, Stiefel rotation, rescaling, missing-view inference, the single-array input of scikit-learn's
+API (view_columns), callable kernels, sparse views, copies of the training views, warnings and bad input.
 
-MultiViewRKM.fit takes a list of views, not (X, y), so scikit-learn's estimator checks do not apply to it.
+scikit-learn's estimator checks run on the single-array input in tests/test_sklearn_api.py.
 """
 
 import warnings
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from rkm import KernelPCA, MultiViewRKM
+from rkm.exceptions import ConvergenceWarning
 from rkm.features import RandomFourierFeatures
 from rkm.kernels import RBF
 
@@ -179,13 +186,14 @@ def test_random_fourier_view_primal_equals_dual(circle_views):
     assert not hasattr(rff, "random_weights_")
 
 
-def test_a_callable_feature_map_primal_equals_dual(linear_views):
+def test_a_function_feature_map_primal_equals_dual(linear_views):
     views, new = linear_views
 
     def quadratic(X):
         return np.column_stack([X, X[:, :1] ** 2])
 
-    primal, dual = (MultiViewRKM(3, kernel=(quadratic, "linear"), solver=s).fit(views) for s in EIG_SOLVERS)
+    feature_map = FunctionTransformer(quadratic)
+    primal, dual = (MultiViewRKM(3, kernel=(feature_map, "linear"), solver=s).fit(views) for s in EIG_SOLVERS)
     assert primal.view_dims_ == [5, 3]
     np.testing.assert_allclose(primal.eigenvalues_, dual.eigenvalues_, rtol=1e-10)
     assert _relative_error(primal.transform(new), dual.transform(new)) < 1e-8
@@ -262,9 +270,18 @@ def test_unrotated_stiefel_solution_is_a_rotation_of_it(linear_views, setting):
 
 def test_stiefel_reports_non_convergence(linear_views):
     views, _ = linear_views
-    with pytest.warns(ConvergenceWarning, match="Stiefel method"):
+    with pytest.warns(ConvergenceWarning, match="Stiefel method") as caught:
         model = _fit(views, "dual_stiefel", max_iter=2)
     assert model.n_iter_ == 2 and not model.stiefel_result_.success
+    # rkm's class, attributed to the user's line (this file), not to rkm's code.
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_krylov_non_convergence_points_at_the_callers_line(rng):
+    views = [rng.normal(size=(300, 5)), rng.normal(size=(300, 2))]
+    with pytest.warns(ConvergenceWarning, match="Krylov eigensolver") as caught:
+        MultiViewRKM(2, kernel="rbf", solver="dual_eig", max_iter=1, random_state=0).fit(views)
+    assert {w.filename for w in caught} == {__file__}
 
 
 def test_fits_are_deterministic(linear_views):
@@ -391,9 +408,27 @@ def _invalid(name):
         (dict(n_threads=0), _invalid("n_threads")),
         (dict(random_state="seed"), _invalid("random_state")),
         (dict(verbose=-1), _invalid("verbose")),
-        (dict(kernel=(lambda X: X[:, 0], "linear")), r"^kernel\[0\]: the feature map must return a 2-D array"),
-        (dict(kernel=(lambda X: X / 0.0, "linear")), r"^kernel\[0\]: the feature map returned NaN or infinity"),
-        (dict(kernel=lambda X: X / 0.0), r"^kernel: the feature map returned NaN or infinity"),
+        (
+            dict(kernel=(FunctionTransformer(lambda X: X[:, 0]), "linear")),
+            r"^kernel\[0\]: the feature map must return a 2-D array",
+        ),
+        (
+            dict(kernel=(FunctionTransformer(lambda X: X / 0.0), "linear")),
+            r"^kernel\[0\]: the feature map returned NaN or infinity",
+        ),
+        (dict(kernel=FunctionTransformer(lambda X: X / 0.0)), r"^kernel: the feature map returned NaN or infinity"),
+        # A callable is a kernel function k(X, Y): a one-argument feature map is refused with the way to pass it.
+        (dict(kernel=(lambda X: X, "linear")), r"^kernel\[0\]: a callable is a kernel function, .*FunctionTransformer"),
+        (dict(kernel=(lambda X, Y: X, "linear")), r"^kernel\[0\]: the callable must return the Gram matrix of shape"),
+        (dict(kernel=(lambda X, Y: X @ Y.T / 0.0, "linear")), r"^kernel\[0\]: the callable returned NaN or infinite"),
+        (
+            dict(kernel=(lambda X, Y: X @ Y.T + X[:, :1], "linear")),
+            r"^kernel\[0\]: the callable kernel's matrix k\(X, X\) must be symmetric",
+        ),
+        (
+            dict(kernel=(rbf_kernel, "linear"), solver="primal_eig"),
+            "^solver: 'primal_eig' needs explicit .* a callable",
+        ),
     ],
 )
 def test_bad_parameters(rng, params, match):
@@ -451,3 +486,172 @@ def test_progress_lines(rng, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(line.startswith("MultiViewRKM [") for line in lines)
     assert "solver 'dual_eig'" in lines[0] and "fitted 2 components" in lines[-1]
+
+
+# ------------------------------------------------------------------------------------- callable kernels, sparse
+
+
+@pytest.mark.parametrize("solver", ["dual_eig", "dual_stiefel"])
+def test_a_callable_kernel_equals_the_named_kernel(circle_views, solver):
+    (t, circle), t_new, _ = circle_views
+    new = [t_new[:, None], None]
+    # Two components: the two-column linear view then determines them all (view 0 can be inferred too).
+    named = MultiViewRKM(2, kernel=("rbf", "linear"), gamma=(0.7, None), solver=solver, random_state=0)
+    function = MultiViewRKM(
+        2, kernel=(lambda X, Y: rbf_kernel(X, Y, gamma=0.7), "linear"), solver=solver, random_state=0
+    )
+    named, function = named.fit([t, circle]), function.fit([t, circle])
+    np.testing.assert_allclose(function.eigenvalues_, named.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(function.H_, named.H_, atol=1e-8)
+    np.testing.assert_allclose(
+        function.transform([t_new[:, None], circle[:40]]), named.transform([t_new[:, None], circle[:40]]), atol=1e-8
+    )
+    np.testing.assert_allclose(function.predict_view(new, 1), named.predict_view(new, 1), atol=1e-8)
+    # The inferred implicit view: a smoother over the training angles by the callable's predicted similarities.
+    back = [None, circle[:5]]
+    np.testing.assert_allclose(function.predict_view(back, 0), named.predict_view(back, 0), atol=1e-8)
+
+
+@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csr_array, sp.csc_array])
+@pytest.mark.parametrize("solver", ["primal_eig", "dual_eig"])
+def test_sparse_linear_views_equal_the_dense_ones(linear_views, container, solver):
+    views, new = linear_views
+    sparse = [container(np.where(np.abs(V - 5.0) > 0.5, V, 0.0)) for V in views]
+    dense = [A.toarray() for A in sparse]
+    sparse_model, dense_model = _fit(sparse, solver), _fit(dense, solver)
+    np.testing.assert_allclose(sparse_model.eigenvalues_, dense_model.eigenvalues_, rtol=1e-12)
+    np.testing.assert_allclose(sparse_model.H_, dense_model.H_, atol=1e-10)
+    for query in ([container(new[0]), new[1]], new):  # sparse or dense new points
+        np.testing.assert_allclose(sparse_model.transform(query), dense_model.transform(new), atol=1e-10)
+        np.testing.assert_allclose(
+            sparse_model.predict_view([query[0], None], 1), dense_model.predict_view([new[0], None], 1), atol=1e-10
+        )
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "cosine", "tanimoto"])
+def test_sparse_views_with_named_kernels_equal_the_dense_ones(rng, kernel):
+    X = np.where(rng.uniform(size=(60, 8)) > 0.6, rng.uniform(size=(60, 8)), 0.0)
+    views = [X, X[:, :2] @ rng.normal(size=(2, 2))]
+    model = MultiViewRKM(2, kernel=(kernel, "linear"), gamma=(0.5, None), preimage="ridge")
+    dense, sparse = clone_fit(model, views), clone_fit(model, [sp.csr_array(views[0]), views[1]])
+    np.testing.assert_allclose(sparse.eigenvalues_, dense.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(
+        sparse.transform([sp.csr_array(X[:7]), views[1][:7]]), dense.transform([X[:7], views[1][:7]]), atol=1e-9
+    )
+    # The pre-image of the sparse view is dense and equals the dense model's.
+    np.testing.assert_allclose(
+        sparse.predict_view([None, views[1][:5]], 0), dense.predict_view([None, views[1][:5]], 0), atol=1e-9
+    )
+
+
+def clone_fit(model, views):
+    return clone(model).fit(views)
+
+
+@pytest.mark.parametrize(
+    "solver,match",
+    [
+        ("dual_eig", r"^views\[0\]: the linear kernel overflows float64"),
+        ("primal_eig", r"^views\[0\]: the covariance of the features overflows float64"),
+    ],
+)
+def test_overflowing_views_are_reported(linear_views, solver, match):
+    views, _ = linear_views
+    with pytest.raises(ValueError, match=match):
+        _fit([views[0] * 1e160, views[1]], solver)
+    with pytest.raises(ValueError, match=r"^views\[0\]: the rbf kernel overflows float64"):
+        MultiViewRKM(2, kernel=("rbf", "linear"), gamma=(1.0, None)).fit([views[0] * 1e160, views[1]])
+
+
+# ---------------------------------------------------------------------------------- copies of the training views
+
+
+@pytest.mark.parametrize("kernel", [("linear", "linear"), ("rbf", "linear"), ("rbf", "rbf")])
+def test_changing_the_training_views_after_fit_changes_nothing(linear_views, kernel):
+    views, new = linear_views
+    views = [V.copy() for V in views]
+    model = MultiViewRKM(2, kernel=kernel, gamma=0.1, random_state=0).fit(views)
+    assert all(view.X is not V and not np.shares_memory(view.X, V) for view, V in zip(model._views, views))
+    before = model.transform(new), model.predict_view([new[0], None], 1), model.predict_view([None, new[1]], 0)
+    for V in views:
+        V[:] = 0.0
+    after = model.transform(new), model.predict_view([new[0], None], 1), model.predict_view([None, new[1]], 0)
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    # The same for a single array split into views.
+    X_new = np.hstack(new)
+    X = np.vstack([X_new + 1.0, X_new - 1.0, 2.0 * X_new])
+    single = MultiViewRKM(2, kernel=kernel, gamma=0.1, view_columns=[range(4), range(4, 7)], random_state=0).fit(X)
+    before = single.transform(X_new)
+    X[:] = 0.0
+    np.testing.assert_array_equal(single.transform(X_new), before)
+
+
+# ------------------------------------------------------------------------------ one array split into views
+
+
+def test_one_array_split_by_view_columns_equals_the_list_of_views(linear_views):
+    views, new = linear_views
+    X, X_new = np.hstack(views), np.hstack(new)
+    listed = MultiViewRKM(3, kernel=("rbf", "linear"), gamma=(0.1, None)).fit(views)
+    for view_columns in ([[0, 1, 2, 3], [4, 5, 6]], (slice(0, 4), slice(4, None)), [np.arange(4), [-3, -2, -1]]):
+        split = MultiViewRKM(3, kernel=("rbf", "linear"), gamma=(0.1, None), view_columns=view_columns).fit(X)
+        assert split.n_features_in_ == 7 and [list(c) for c in split.view_columns_] == [[0, 1, 2, 3], [4, 5, 6]]
+        np.testing.assert_array_equal(split.H_, listed.H_)
+        np.testing.assert_array_equal(split.transform(X_new), listed.transform(new))
+        np.testing.assert_array_equal(split.fit_transform(X), listed.H_)
+        # The missing view's columns are ignored: NaN there is fine.
+        query = X_new.copy()
+        query[:, 4:] = np.nan
+        np.testing.assert_array_equal(split.predict_view(query, 1), listed.predict_view([new[0], None], 1))
+        np.testing.assert_array_equal(split.predict_latent(query, 1), listed.predict_latent([new[0], None], 1))
+        # A model fitted on a list of views splits an array the same way.
+        assert listed.set_params(view_columns=view_columns).transform(X_new).shape == (7, 3)
+        listed.set_params(view_columns=None)
+    # An int splits the columns into that many contiguous groups (numpy.array_split): 4 and 3 columns here.
+    even = MultiViewRKM(3, kernel=("rbf", "linear"), gamma=(0.1, None), view_columns=2).fit(X)
+    np.testing.assert_array_equal(even.H_, listed.H_)
+    # A list of lists of numbers is the rows of one array (scikit-learn's reading), not a list of views.
+    np.testing.assert_array_equal(even.transform(X_new.tolist()), even.transform(X_new))
+
+
+def test_one_array_in_a_pipeline_with_feature_names(linear_views):
+    pd = pytest.importorskip("pandas")
+    views, new = linear_views
+    frame = pd.DataFrame(np.hstack(views), columns=[f"c{j}" for j in range(7)])
+    pipeline = make_pipeline(StandardScaler(), MultiViewRKM(2, kernel=("rbf", "linear"), view_columns=2))
+    pipeline.set_output(transform="pandas")
+    H = pipeline.fit_transform(frame)
+    assert list(H.columns) == ["multiviewrkm0", "multiviewrkm1"]
+    assert list(pipeline[-1].feature_names_in_) == list(frame.columns)
+    np.testing.assert_allclose(pipeline.transform(frame).to_numpy(), H.to_numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "params,X,match",
+    [
+        (dict(kernel=("rbf", "linear")), np.ones((6, 4)), "^X: a single 2-D array is one view, but the model has 2"),
+        (dict(kernel=("rbf", "linear"), view_columns=3), np.ones((6, 4)), "^view_columns: splits X into 3 views"),
+        (dict(view_columns=5), np.ones((6, 4)), r"^X: 4 feature\(s\) cannot be split into view_columns = 5 views"),
+        (dict(view_columns=[[0, 9]]), np.ones((6, 4)), r"^view_columns\[0\]: column positions \[0, 9\] out of range"),
+        (dict(view_columns=[[0], []]), np.ones((6, 4)), r"^view_columns\[1\]: selects no column of X"),
+        (dict(view_columns=[[0.5]]), np.ones((6, 4)), r"^view_columns\[0\]: must be a slice or a list of integer"),
+        (dict(view_columns=[]), np.ones((6, 4)), "^view_columns: must select the columns of at least one view"),
+        (dict(view_columns=0), np.ones((6, 4)), "^The 'view_columns' parameter of MultiViewRKM must be"),
+        (dict(), np.ones((1, 4)), r"1 sample\(s\)"),
+        (dict(), np.full((6, 4), np.nan), "Input X contains NaN"),
+        (dict(), None, "^views: must be a non-empty list or tuple of arrays"),
+    ],
+)
+def test_bad_single_arrays(params, X, match):
+    with pytest.raises(ValueError, match=match):
+        MultiViewRKM(1, **params).fit(X)
+
+
+def test_a_single_array_of_the_wrong_width_is_refused(linear_views):
+    views, new = linear_views
+    model = MultiViewRKM(2, kernel=("rbf", "linear"), view_columns=2).fit(np.hstack(views))
+    with pytest.raises(ValueError, match="X has 6 features, but MultiViewRKM is expecting 7 features"):
+        model.transform(np.hstack(new)[:, :6])
+    with pytest.raises(ValueError, match=r"^X \(view 0\): contains NaN or infinity"):
+        model.predict_view(np.full((3, 7), np.nan), 1)

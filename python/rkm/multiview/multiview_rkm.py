@@ -3,8 +3,8 @@ the Stiefel manifold, with inference of a missing view.
 
 Equation, algorithm and figure numbers refer to S. Achten, A. Pandey, H. De Meulemeester, B. De Moor and
 J. A. K. Suykens, "Duality in multi-view restricted kernel machines" (2023). Each of V views has a feature map
-phi_v, explicit (the identity of a linear view, a fitted transformer such as
-:class:`rkm.features.RandomFourierFeatures`, or a callable) or implicit through a kernel k_v. With
+phi_v, explicit (the identity of a linear view, or a fitted transformer such as
+:class:`rkm.features.RandomFourierFeatures`) or implicit through a kernel k_v (named, or a callable k(X, Y)). With
 Phi = [Phi_1 ... Phi_V] the centred features (n x d) and K = sum_v M K_v M the summed double-centred kernels
 (M = I - 11^T / n):
 
@@ -21,17 +21,18 @@ inferred from the others by eq. 15 (primal) or eq. 16 (dual) followed by a pre-i
 
 from __future__ import annotations
 
+import functools
 import numbers
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import HasMethods, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
+from sklearn.utils import get_tags
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, stiefel
 from rkm._utils import eigen
@@ -48,8 +49,11 @@ from rkm._utils.validation import (
     RANDOM_STATE,
     TOL,
     VERBOSE,
+    check_matrix,
     kernel_constraints,
 )
+from rkm._utils.warn import warn
+from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec
 from rkm.preimage import kernel_smoother, ridge_preimage_coefficients
 
@@ -57,7 +61,8 @@ __all__ = ["MultiViewRKM"]
 
 SOLVERS = ("auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel")
 PREIMAGES = ("auto", "smoother", "ridge")
-# An explicit feature map of a view: a transformer (cloned, then fitted on the view) or a callable returning features.
+# A view's entry of `kernel` beyond the named kernels: an explicit feature map (a transformer, cloned, then fitted on
+# the view) or a kernel function k(X, Y) returning the kernel matrix (as scikit-learn's SVC takes one).
 VIEW_MAPS = [HasMethods(["fit", "transform"]), callable]
 # The kernel parameters that take one value for every view or a sequence with one per view.
 PER_VIEW = ("kernel", "gamma", "degree", "coef0")
@@ -79,12 +84,15 @@ ROW_BLOCK_BYTES = 64 * 2**20
 class _View:
     """The fitted state of one view.
 
-    kind is "linear" (identity map), "map" (explicit features from a fitted transformer or a callable) or "kernel"
-    (implicit). ``projection`` is K_c,v H (dual) or Phi_c,v U_v (primal), n x s; with ``column_means`` (those of
-    the uncentred training kernel) it gives the predicted similarities of a missing view to the training points.
+    kind is "linear" (identity map), "map" (explicit features from a fitted transformer), "kernel" (implicit, a
+    named kernel; source is its (name, gamma, degree, coef0) spec) or "callable" (implicit, a kernel function
+    k(X, Y)). X is the view's training input (a copy: float64 C-ordered, or a CSR array for sparse input).
+    ``projection`` is K_c,v H (dual) or Phi_c,v U_v (primal), n x s; with ``column_means`` (those of the
+    uncentred training kernel) it gives the predicted similarities of a missing view to the training points.
     ``coupling`` is B_v = U_v^T U_v (primal) or H^T K_c,v H (dual), the view's share of Gamma, and
     ``inference`` the eigendecomposition of Gamma - B_v that infers the view from the others (eqs. 15-16).
-    ``name`` is the entry of the ``kernel`` parameter that messages about the view's map cite.
+    ``name`` is the entry of the ``kernel`` parameter that messages about the view's map cite, ``label`` the
+    argument that messages about its data cite ("views[1]", or "X (view 1)" for a split array).
     """
 
     kind: str
@@ -102,46 +110,75 @@ class _View:
     inference: tuple = None
     ridge: tuple = None
     name: str = "kernel"
+    label: str = "views[0]"
 
     @property
     def explicit(self):
-        return self.kind != "kernel"
+        return self.kind in ("linear", "map")
+
+    def dense_inputs(self):
+        """The training inputs as a dense array (the pre-images average or regress onto them)."""
+        return self.X.toarray() if sp.issparse(self.X) else self.X
 
 
-def _check_view(X, name, n_columns=None):
-    """A finite float64 2-D view (a 1-D array is one column)."""
+def _check_view(X, name, n_columns=None, copy=False):
+    """A finite float64 2-D view (a 1-D array is one column): C-ordered dense, or a CSR array for scipy sparse
+    input. copy=True for the arrays a fitted model keeps (changing the caller's array then changes nothing)."""
     if X is None:
         raise ValueError(f"{name}: an array is required, got None")
-    A = np.asarray(X)
-    if A.dtype.kind not in "biuf":
-        raise ValueError(f"{name}: must be an array of real numbers, got dtype {A.dtype}")
-    A = A.astype(np.float64, copy=False)
-    if A.ndim == 1:
-        A = A[:, None]
-    if A.ndim != 2 or 0 in A.shape:
-        raise ValueError(f"{name}: must be a non-empty 1-D or 2-D array, got shape {A.shape}")
-    if not np.all(np.isfinite(A)):
-        raise ValueError(f"{name}: contains NaN or infinity")
+    if sp.issparse(X):
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{name}: must be a sparse array of real numbers, got dtype {X.dtype}")
+        if X.ndim != 2 or 0 in X.shape:
+            raise ValueError(f"{name}: must be a non-empty 2-D sparse array, got shape {X.shape}")
+        A = sp.csr_array(X, dtype=np.float64, copy=copy)
+        if not np.all(np.isfinite(A.data)):
+            raise ValueError(f"{name}: contains NaN or infinity")
+    else:
+        A = np.asarray(X)
+        if A.dtype.kind not in "biuf":
+            raise ValueError(f"{name}: must be an array of real numbers, got dtype {A.dtype}")
+        if A.ndim == 1:
+            A = A[:, None]
+        if A.ndim != 2 or 0 in A.shape:
+            raise ValueError(f"{name}: must be a non-empty 1-D or 2-D array, got shape {A.shape}")
+        if not np.all(np.isfinite(A)):
+            raise ValueError(f"{name}: contains NaN or infinity")
+        A = check_matrix(A, name, copy=copy).astype(np.float64, copy=False)
     if n_columns is not None and A.shape[1] != n_columns:
         raise ValueError(f"{name}: has {A.shape[1]} columns but the model was fitted with {n_columns}")
-    return np.ascontiguousarray(A)
+    return A
 
 
-def _check_views(views, n_views=None, missing=None, n_columns=None, why=""):
+def _check_views(views, n_views=None, missing=None, n_columns=None, why="", names=None, copy=False):
     """The views as finite float64 2-D arrays with one common number of rows; entry `missing` is ignored (None).
-    n_views=None accepts any number of views; `why` follows the count in the message of a wrong one."""
+    n_views=None accepts any number of views; `why` follows the count in the message of a wrong one; `names`
+    are the arguments that messages cite (default "views[v]")."""
     if not isinstance(views, (list, tuple)) or len(views) == 0:
         raise ValueError(f"views: must be a non-empty list or tuple of arrays (one per view), got {views!r:.80}")
     if n_views is not None and len(views) != n_views:
         raise ValueError(f"views: got {len(views)} views but the model has {n_views}{why}")
+    names = names or [f"views[{v}]" for v in range(len(views))]
     arrays = [
-        None if v == missing else _check_view(X, f"views[{v}]", None if n_columns is None else n_columns[v])
+        None if v == missing else _check_view(X, names[v], None if n_columns is None else n_columns[v], copy=copy)
         for v, X in enumerate(views)
     ]
     rows = [A.shape[0] for A in arrays if A is not None]
     if len(set(rows)) > 1:
         raise ValueError(f"views: all views need the same number of rows, got {rows}")
     return arrays
+
+
+def _is_view_list(views):
+    """Whether `views` is a list of views: a list or tuple, unless every entry is a list or tuple of numbers,
+    which is the rows of one 2-D array (scikit-learn reads a list of lists so)."""
+    if not isinstance(views, (list, tuple)) or not views:
+        return isinstance(views, (list, tuple))
+    rows = all(
+        isinstance(entry, (list, tuple)) and all(isinstance(value, numbers.Number) for value in entry)
+        for entry in views
+    )
+    return not rows
 
 
 def _per_view(value, name, n_views):
@@ -166,9 +203,9 @@ def _renamed(error, index, sequences):
 
 
 def _explicit_features(source, X, name):
-    """phi(X) of a fitted transformer or a callable, checked: 2-D, one row per sample, finite."""
-    Phi = source.transform(X) if hasattr(source, "transform") else source(X)
-    Phi = np.asarray(Phi.toarray() if hasattr(Phi, "toarray") else Phi, dtype=np.float64)
+    """phi(X) of a fitted transformer, checked: 2-D, one row per sample, finite."""
+    Phi = source.transform(X)
+    Phi = np.asarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
     if Phi.ndim != 2 or Phi.shape[0] != X.shape[0] or Phi.shape[1] == 0:
         raise ValueError(
             f"{name}: the feature map must return a 2-D array with one row per sample ({X.shape[0]}), "
@@ -179,12 +216,44 @@ def _explicit_features(source, X, name):
     return np.ascontiguousarray(Phi)
 
 
+@functools.cache
+def _kernel_matrix_takes_sparse(name):
+    """Whether rkm.kernels.kernel_matrix computes the named kernel on scipy sparse input."""
+    try:
+        kernel_matrix(sp.csr_array(np.eye(2)), None, name)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _entry_takes_sparse(entry):
+    """Whether a view with this entry of ``kernel`` accepts scipy sparse input."""
+    if isinstance(entry, (str, Kernel)):
+        try:
+            name = kernel_spec(entry)[0]
+        except ValueError:
+            return False
+        return name == "linear" or _kernel_matrix_takes_sparse(name)
+    if hasattr(entry, "fit") and hasattr(entry, "transform"):
+        return get_tags(entry).input_tags.sparse
+    return False
+
+
+def _check_finite_kernel(K, view):
+    """Refuse a kernel matrix that overflowed (inputs too large for float64), naming the view."""
+    if not np.all(np.isfinite(K)):
+        raise ValueError(
+            f"{view.label}: the kernel matrix of the view overflows float64 (entries infinite or NaN); scale the "
+            "view's values down (e.g. standardize them)"
+        )
+
+
 def _symmetric_power(vectors, values, power):
     """O diag(values**power) O^T."""
     return (vectors * values**power) @ vectors.T
 
 
-class MultiViewRKM(BaseEstimator):
+class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Multi-view kernel PCA in the restricted kernel machine framework (Achten et al. 2023).
 
     Training finds s hidden features per sample shared by all views (the rows of H) and the interconnection
@@ -206,11 +275,12 @@ class MultiViewRKM(BaseEstimator):
         The feature map of every view, or a sequence with one entry per view (which fixes the number of views):
         a kernel name ("rbf", "laplacian", "poly", "cosine", "tanimoto": implicit, dual only; "linear": the
         identity map, explicit), an :class:`rkm.kernels.Kernel` (its own parameters apply), a transformer with
-        ``fit``/``transform`` (cloned, then fitted on the view's training data, e.g.
-        :class:`rkm.features.RandomFourierFeatures` or :class:`rkm.features.Nystroem`), or a callable mapping an
-        (n, p) array to its (n, d) features. The default makes every view an implicit rbf view, the vocabulary's
-        default kernel; the paper's forecasting set-up is ``kernel=("rbf", "linear")`` (a linear output view is
-        its own pre-image).
+        ``fit``/``transform`` (an explicit feature map, cloned, then fitted on the view's training data, e.g.
+        :class:`rkm.features.RandomFourierFeatures`, :class:`rkm.features.Nystroem`, or a function phi wrapped
+        as ``sklearn.preprocessing.FunctionTransformer(phi)``), or a callable kernel function ``k(X, Y)``
+        returning the (n_X, n_Y) kernel matrix (implicit, dual only; as scikit-learn's ``SVC`` takes one). The
+        default makes every view an implicit rbf view, the vocabulary's default kernel; the paper's forecasting
+        set-up is ``kernel=("rbf", "linear")`` (a linear output view is its own pre-image).
     gamma : float, None, or a list or tuple of them, default=None
         Bandwidth of the named kernels, one for every view or one per view (None: 1 / n_features of that view);
         ignored for kernels without one, for Kernel objects and for explicit maps.
@@ -249,6 +319,14 @@ class MultiViewRKM(BaseEstimator):
         Training points the kernel smoother averages.
     preimage_alpha : float, default=1.0
         Ridge penalty of the learned pre-image map.
+    view_columns : None, int, or a list or tuple of column selections, default=None
+        How a single 2-D array X given to ``fit``, ``transform``, ``predict_latent`` or ``predict_view`` (instead
+        of a list of views) is split into views by its columns: None, X is one view; an int V, X's columns in V
+        contiguous groups of (nearly) equal width (``numpy.array_split``); a sequence, one entry per view, each a
+        slice or a list of integer column positions (views may share columns). It lets the model take the
+        (n_samples, n_features) array of scikit-learn's pipelines, grid searches and estimator checks. A list or
+        tuple of arrays given to those methods is a list of views, whatever this parameter (a list of lists of
+        numbers is the rows of one array, as in scikit-learn).
     n_threads : int or None, default=None
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
     random_state : int, RandomState or None, default=None
@@ -286,11 +364,25 @@ class MultiViewRKM(BaseEstimator):
         The Stiefel method's result (None for the eig solvers).
     preimages_ : list of str
         Pre-image of each view: "identity" for linear views, else the resolved ``preimage``.
+    view_columns_ : list of ndarray or None
+        For a fit on one array: the column positions of each view (from ``view_columns``); None for a list.
+    n_features_in_ : int
+        For a fit on one array: its number of columns (absent after a fit on a list of views).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        For a fit on a DataFrame with string column names.
 
     Notes
     -----
-    Inputs are taken in float64. MultiViewRKM takes a list of views, so it is not a scikit-learn transformer
-    and does not support pipelines or ``clone``-based grid searches over views.
+    Inputs are taken in float64, and the fitted model keeps a copy of the training views (changing the caller's
+    arrays after ``fit`` changes nothing). Views may be scipy sparse matrices or arrays: a "linear" view through
+    sparse products (the primal solvers densify its features), an explicit feature map gets the sparse array
+    as it is, a callable kernel too, and a named non-linear kernel where :func:`rkm.kernels.kernel_matrix`
+    takes sparse input (otherwise a TypeError says so). The pre-image of a sparse non-linear view is dense.
+
+    With a single array and ``view_columns``, MultiViewRKM is a scikit-learn transformer (``fit_transform``,
+    ``set_output``, ``get_feature_names_out``, pipelines, ``clone``-based grid searches): it passes
+    scikit-learn's estimator checks. A list of views takes the same methods, but scikit-learn's own
+    utilities (pipelines, cross-validation splitters) only split arrays.
 
     Examples
     --------
@@ -300,6 +392,13 @@ class MultiViewRKM(BaseEstimator):
     >>> model = MultiViewRKM(2, kernel=("rbf", "linear"), gamma=(0.5, None)).fit([t, np.sin(t)])
     >>> model.transform([t, np.sin(t)]).shape, model.predict_view([t[:3], None], missing=1).shape
     ((100, 2), (3, 1))
+
+    The same model on one array whose columns are split into the two views, as in a pipeline:
+
+    >>> X = np.hstack([t, np.sin(t)])
+    >>> model = MultiViewRKM(2, kernel=("rbf", "linear"), gamma=(0.5, None), view_columns=2).fit(X)
+    >>> model.predict_view(X[:3], missing=1).shape  # the missing view's columns are ignored (may be NaN)
+    (3, 1)
     """
 
     _parameter_constraints: dict = {
@@ -314,6 +413,7 @@ class MultiViewRKM(BaseEstimator):
         "preimage": [StrOptions(set(PREIMAGES))],
         "n_neighbors": POSITIVE_INT,
         "preimage_alpha": POSITIVE,
+        "view_columns": [None, Interval(numbers.Integral, 1, None, closed="left"), list, tuple],
         "n_threads": N_THREADS,
         "random_state": RANDOM_STATE,
         "verbose": VERBOSE,
@@ -338,6 +438,7 @@ class MultiViewRKM(BaseEstimator):
         preimage: str = "auto",
         n_neighbors: int = 10,
         preimage_alpha: float = 1.0,
+        view_columns=None,
         n_threads: int | None = None,
         random_state=None,
         verbose: int = 0,
@@ -356,6 +457,7 @@ class MultiViewRKM(BaseEstimator):
         self.preimage = preimage
         self.n_neighbors = n_neighbors
         self.preimage_alpha = preimage_alpha
+        self.view_columns = view_columns
         self.n_threads = n_threads
         self.random_state = random_state
         self.verbose = verbose
@@ -367,8 +469,8 @@ class MultiViewRKM(BaseEstimator):
         resolved and checked (with its gamma, degree and coef0), and no implicit view for a primal solver.
 
         Returns the (kind, source, gamma, name) of each view: kind "kernel" with the spec (name, gamma, degree,
-        coef0), "linear" (source None) or "map" (an unfitted transformer clone or a callable); name is the
-        parameter entry that messages about the view's map cite ("kernel" or "kernel[1]")."""
+        coef0), "linear" (source None), "map" (an unfitted transformer clone) or "callable" (a kernel function);
+        name is the parameter entry that messages about the view's map cite ("kernel" or "kernel[1]")."""
         n_views = len(arrays)
         if isinstance(self.kernel, (list, tuple)) and len(self.kernel) == 0:
             raise ValueError(
@@ -390,19 +492,19 @@ class MultiViewRKM(BaseEstimator):
             elif hasattr(entry, "fit") and hasattr(entry, "transform"):
                 sources.append(("map", clone(entry, safe=False), None, cited))
             elif callable(entry):
-                sources.append(("map", entry, None, cited))
+                sources.append(("callable", entry, None, cited))
             else:
                 raise ValueError(
                     f"{cited}: must be a kernel name, an rkm.kernels.Kernel, a transformer with fit and transform, "
-                    f"or a callable returning features, got {entry!r}"
+                    f"or a callable kernel k(X, Y), got {entry!r}"
                 )
-        implicit = [index for index, source in enumerate(sources) if source[0] == "kernel"]
+        implicit = [index for index, source in enumerate(sources) if source[0] in ("kernel", "callable")]
         if self.solver.startswith("primal") and implicit:
             index = implicit[0]
+            what = "a callable" if sources[index][0] == "callable" else repr(sources[index][1][0])
             raise ValueError(
                 f"solver: {self.solver!r} needs explicit feature maps, but view {index} has the implicit kernel "
-                f"{sources[index][1][0]!r}; use a dual solver, or an explicit map such as "
-                "rkm.features.RandomFourierFeatures"
+                f"{what}; use a dual solver, or an explicit map such as rkm.features.RandomFourierFeatures"
             )
         return sources
 
@@ -423,14 +525,16 @@ class MultiViewRKM(BaseEstimator):
     # ------------------------------------------------------------------ fitting
 
     @_fit_context(prefer_skip_nested_validation=False)  # `kernel` may hold transformers: they validate their own
-    def fit(self, views: Sequence[ArrayLike], y: None = None) -> MultiViewRKM:
+    def fit(self, views: Sequence[ArrayLike] | ArrayLike, y: None = None) -> MultiViewRKM:
         """Fit the model on the training views.
 
         Parameters
         ----------
-        views : list or tuple of array-like
+        views : list or tuple of array-like, or array-like of shape (n_samples, n_features)
             One (n_samples, p_v) array per view (per entry of ``kernel`` when it is a sequence; a 1-D array is one
-            column), all with the same n_samples >= 2.
+            column; scipy sparse allowed), all with the same n_samples >= 2; or one 2-D array (dense, sparse or a
+            DataFrame) whose columns ``view_columns`` splits into the views. A list whose entries are all lists
+            of numbers is the rows of one 2-D array, as in scikit-learn (give a 1-D view as a NumPy array).
         y : None
             Ignored.
 
@@ -439,6 +543,7 @@ class MultiViewRKM(BaseEstimator):
         self : MultiViewRKM
             The fitted model.
         """
+        self._forget_fit()
         self._progress = Progress(type(self).__name__, self.verbose)
         try:
             self._fit(views)
@@ -448,18 +553,138 @@ class MultiViewRKM(BaseEstimator):
         self._progress(f"fitted {self.n_components} components")
         return self
 
+    def fit_transform(self, views: Sequence[ArrayLike] | ArrayLike, y: None = None) -> np.ndarray:
+        """Fit the model and return the hidden features of the training points, H_ (what ``transform`` gives on
+        the training views, up to rounding).
+
+        Parameters
+        ----------
+        views : list or tuple of array-like, or array-like of shape (n_samples, n_features)
+            As in :meth:`fit`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        return self.fit(views).H_.copy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        entries = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
+        tags.input_tags.sparse = bool(entries) and all(_entry_takes_sparse(entry) for entry in entries)
+        return tags
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
     def _forget_fit(self):
         for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
             delattr(self, name)
 
+    def _declared_views(self):
+        """The number of views that ``kernel`` fixes (a sequence), or None (one entry for every view)."""
+        return len(self.kernel) if isinstance(self.kernel, (list, tuple)) and self.kernel else None
+
+    def _split_columns(self, n_columns, n_views=None):
+        """Column positions of each view in a single array of n_columns columns (``view_columns``); n_views is
+        the number of views the model has or its kernel declares (None: any)."""
+        selection = self.view_columns
+        if selection is None:
+            if n_views not in (None, 1):
+                raise ValueError(
+                    f"X: a single 2-D array is one view, but the model has {n_views} views; pass a list of views, "
+                    f"or view_columns to split the array's columns into views (e.g. view_columns={n_views})"
+                )
+            return [np.arange(n_columns)]
+        if isinstance(selection, numbers.Integral):
+            if n_columns < selection:
+                raise ValueError(
+                    f"X: {n_columns} feature(s) cannot be split into view_columns = {selection} views (each needs "
+                    "at least one column)"
+                )
+            columns = np.array_split(np.arange(n_columns), selection)
+        else:
+            columns = []
+            for v, entry in enumerate(selection):
+                if isinstance(entry, slice):
+                    positions = np.arange(n_columns)[entry]
+                else:
+                    positions = np.asarray(entry).reshape(-1)
+                    if positions.size and (positions.dtype.kind not in "iu" or positions.dtype == bool):
+                        raise ValueError(
+                            f"view_columns[{v}]: must be a slice or a list of integer column positions, got {entry!r}"
+                        )
+                    if positions.size and (positions.min() < -n_columns or positions.max() >= n_columns):
+                        raise ValueError(
+                            f"view_columns[{v}]: column positions {entry!r} out of range for X with {n_columns} "
+                            "feature(s)"
+                        )
+                    positions = np.arange(n_columns)[positions.astype(np.intp)]
+                if positions.size == 0:
+                    raise ValueError(f"view_columns[{v}]: selects no column of X ({n_columns} feature(s))")
+                columns.append(positions)
+            if not columns:
+                raise ValueError("view_columns: must select the columns of at least one view, got an empty sequence")
+        if n_views is not None and len(columns) != n_views:
+            raise ValueError(
+                f"view_columns: splits X into {len(columns)} views, but the model has {n_views} views (the entries "
+                "of kernel)"
+            )
+        return columns
+
+    @staticmethod
+    def _view_labels(n_views):
+        return [f"X (view {v})" for v in range(n_views)]
+
+    def _training_arrays(self, views):
+        """The training views (copies) from a list of views or a single array split by ``view_columns``."""
+        n_views = self._declared_views()
+        if views is None or isinstance(views, (str, bytes, dict)):
+            raise ValueError(
+                f"views: must be a non-empty list or tuple of arrays (one per view), or one 2-D array, got {views!r:.80}"
+            )
+        if _is_view_list(views):
+            self.view_columns_ = None
+            return _check_views(views, n_views, why=" (one per entry of kernel)", copy=True), None
+        X = validate_data(self, views, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2, reset=True)
+        self.view_columns_ = self._split_columns(X.shape[1], n_views)
+        labels = self._view_labels(len(self.view_columns_))
+        arrays = _check_views([X[:, columns] for columns in self.view_columns_], names=labels, copy=True)
+        return arrays, labels
+
+    def _new_arrays(self, views, missing=None):
+        """The views of new points: a list of views, or a single array split as at fit (its columns of view
+        `missing` are ignored and may be NaN)."""
+        if _is_view_list(views):
+            return _check_views(views, self.n_views_, missing, self.input_dims_)
+        X = validate_data(
+            self,
+            views,
+            accept_sparse="csr",
+            dtype=np.float64,
+            reset=False,
+            ensure_all_finite=missing is None,
+        )
+        columns = self.view_columns_ or self._split_columns(X.shape[1], self.n_views_)
+        if self.view_columns_ is None and sum(self.input_dims_) != X.shape[1]:
+            raise ValueError(
+                f"X: has {X.shape[1]} features, but MultiViewRKM is expecting {sum(self.input_dims_)} features as "
+                "input (the views' columns side by side)"
+            )
+        views = [None if v == missing else X[:, c] for v, c in enumerate(columns)]
+        return _check_views(views, self.n_views_, missing, self.input_dims_, names=self._view_labels(len(views)))
+
     def _fit(self, views):
-        n_views = len(self.kernel) if isinstance(self.kernel, (list, tuple)) and self.kernel else None
-        arrays = _check_views(views, n_views, why=" (one per entry of kernel)")
+        arrays, labels = self._training_arrays(views)
         n = arrays[0].shape[0]
         if n < 2:
-            raise ValueError(f"views: centring needs at least 2 samples (rows), got {n}")
+            raise ValueError(f"views: centring needs at least 2 samples (rows), got {n} sample")
         sources = self._check_params_vs_input(arrays)
-        views = [self._fitted_view(source, X) for source, X in zip(sources, arrays, strict=True)]
+        labels = labels or [f"views[{v}]" for v in range(len(arrays))]
+        views = [self._fitted_view(source, X, label) for source, X, label in zip(sources, arrays, labels, strict=True)]
         self.solver_ = self._resolve_solver(views, n)
         self._progress(f"solver {self.solver_!r} for {n} samples and {len(views)} views")
         with blas_threads(thread_count(self.n_threads)):
@@ -483,20 +708,48 @@ class MultiViewRKM(BaseEstimator):
     def _resolved_preimage(self):
         return "smoother" if self.preimage == "auto" else self.preimage
 
-    def _fitted_view(self, source, X):
+    def _fitted_view(self, source, X, label):
         """The view of a resolved source and, for an explicit view, its training features and their mean."""
         kind, source, gamma, name = source
-        view = _View(kind, source, X, gamma, name=name)
+        view = _View(kind, source, X, gamma, name=name, label=label)
         if kind == "linear":
             view.features = X
         elif kind == "map":
-            if hasattr(source, "fit"):
-                source.fit(X)
+            source.fit(X)
             view.features = _explicit_features(source, X, name)
         if view.explicit:
-            view.mean = view.features.mean(axis=0)
+            view.mean = np.asarray(view.features.mean(axis=0), dtype=np.float64).reshape(-1)
             view.dim = view.features.shape[1]
         return view
+
+    def _kernel(self, view, X, Y=None):
+        """k_v(X, Y) (Y=None: the training Gram matrix of X) of an implicit or linear view, by
+        :func:`rkm.kernels.kernel_matrix` (dense or sparse inputs, named or callable kernels), with messages
+        that name the view's argument and ``kernel`` entry."""
+        if view.kind == "callable":
+            kernel, gamma, degree, coef0 = view.source, None, 3, 1.0
+        else:
+            kernel, gamma, degree, coef0 = view.source if view.kind == "kernel" else ("linear", None, 3, 1.0)
+        try:
+            K = kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads=self.n_threads)
+        except TypeError as error:
+            if view.kind != "callable":
+                raise
+            raise ValueError(
+                f"{view.name}: a callable is a kernel function, called as kernel(X, Y) and returning the (n_X, n_Y) "
+                f"kernel matrix, and calling it failed ({error}); an explicit feature map phi goes in "
+                "sklearn.preprocessing.FunctionTransformer(phi)"
+            ) from error
+        except ValueError as error:
+            message = str(error)
+            for prefix, name in (("X:", view.label), ("Y:", view.label), ("kernel:", view.name)):
+                if message.startswith(prefix):
+                    raise ValueError(f"{name}:{message[len(prefix) :]}") from None
+            raise
+        K = np.asarray(K, dtype=np.float64)
+        if view.kind == "callable" and Y is None:
+            eigen.check_symmetric(K, f"{view.name}: the callable kernel's matrix k(X, X)")
+        return K
 
     def _eigenpairs(self, A):
         """Top s eigenpairs of the symmetric A (C or K): (values, orthonormal vectors, n_iter)."""
@@ -532,12 +785,11 @@ class MultiViewRKM(BaseEstimator):
             verbose=max(self.verbose - 1, 0),
         )
         if not result.success:
-            warnings.warn(
+            warn(
                 f"MultiViewRKM: the Stiefel method {self.stiefel_method!r} stopped ({result.status}) after "
                 f"{result.nit} iterations at ||A X - X Gamma||_F = {result.grad_norm:.3g}, above tol ||A||_F = "
                 f"{tol:.3g}: {result.message}; increase max_iter or tol",
                 ConvergenceWarning,
-                stacklevel=7,  # the user's call of fit (through _fit_context's wrapper)
             )
         X = result.x
         Gamma = X.T @ A @ X
@@ -593,9 +845,17 @@ class MultiViewRKM(BaseEstimator):
 
     def _fit_primal(self, views):
         """Algorithms 1 and 3: C from the centred concatenated features, U = U~ Gamma^(1/2), H by eq. 6."""
-        Phi = np.hstack([view.features for view in views])
+        # A sparse linear view is densified here: C is a dense d x d matrix anyway.
+        Phi = np.hstack([view.features.toarray() if sp.issparse(view.features) else view.features for view in views])
         Phi -= np.concatenate([view.mean for view in views])
         C = np.ascontiguousarray(FeatureMoments.from_block(Phi).scatter)
+        if not np.all(np.isfinite(C)):
+            largest = [float(np.abs(view.features).max()) for view in views]
+            view = views[int(np.argmax(largest))]
+            raise ValueError(
+                f"{view.label}: the covariance of the features overflows float64 (feature values up to "
+                f"{max(largest):.3g}); scale the view down (e.g. standardize it)"
+            )
         self._progress(f"covariance of {C.shape[0]} features")
         U_tilde, Gamma = self._solve(C, "covariance C")
         self._store_gamma(Gamma)
@@ -618,14 +878,10 @@ class MultiViewRKM(BaseEstimator):
 
     def _centred_training_kernel(self, view):
         """M K_v M of one view, its column means and grand mean (Algorithm 2, steps 3-4)."""
-        if view.kind == "kernel":
-            name, gamma, degree, coef0 = view.source
-            K = kernel_matrix(view.X, None, name, gamma, degree, coef0, n_threads=self.n_threads)
-        elif view.kind == "linear":
-            K = kernel_matrix(view.X, None, "linear", n_threads=self.n_threads)
-        else:
-            K = view.features @ view.features.T
+        K = view.features @ view.features.T if view.kind == "map" else self._kernel(view, view.X)
+        _check_finite_kernel(K, view)
         view.column_means, view.grand_mean = _core.center_kernel(K, self.n_threads)
+        _check_finite_kernel(K, view)
         return K
 
     def _fit_dual(self, views):
@@ -646,11 +902,12 @@ class MultiViewRKM(BaseEstimator):
             view.coupling = H.T @ view.projection
             view.coupling = (view.coupling + view.coupling.T) / 2
             if view.explicit:
-                view.U = view.features.T @ H - np.outer(view.mean, column_sums)
+                view.U = np.asarray(view.features.T @ H) - np.outer(view.mean, column_sums)
 
     # ------------------------------------------------------------------ pre-images
 
     def _ridge_spec(self, view):
+        """The ridge pre-image's kernel on the hidden features: the view's named kernel, else rbf with gamma 1/s."""
         return view.source if view.kind == "kernel" else ("rbf", 1.0 / self.n_components, 3, 1.0)
 
     def _fit_ridge_preimages(self, views):
@@ -660,7 +917,7 @@ class MultiViewRKM(BaseEstimator):
             if view.kind == "linear":
                 continue
             view.ridge = ridge_preimage_coefficients(
-                Z, view.X, self._ridge_spec(view), self.preimage_alpha, self.n_threads
+                Z, view.dense_inputs(), self._ridge_spec(view), self.preimage_alpha, self.n_threads
             )
         self._ridge_inputs = Z
 
@@ -677,20 +934,19 @@ class MultiViewRKM(BaseEstimator):
         # Predicted centred kernel row (eq. 16, or Phi_c phi~ in the primal) plus the column means: the similarities
         # up to a constant per point, which the smoother's scaling removes.
         similarities = h @ view.projection.T + view.column_means
-        return kernel_smoother(similarities, view.X, self.n_neighbors)
+        return kernel_smoother(similarities, view.dense_inputs(), self.n_neighbors)
 
     # ------------------------------------------------------------------ inference
 
     def _centred_rows(self, view, X):
         """Kernel rows k_v(x*, X_train) fully centred with the training statistics (dual); an explicit map's rows
         are phi(x*) Phi_train^T."""
-        if view.kind == "kernel":
-            name, gamma, degree, coef0 = view.source
-            rows = kernel_matrix(X, view.X, name, gamma, degree, coef0, n_threads=self.n_threads)
-        elif view.kind == "linear":
-            rows = kernel_matrix(X, view.X, "linear", n_threads=self.n_threads)
-        else:
+        if view.kind == "map":
             rows = np.ascontiguousarray(_explicit_features(view.source, X, view.name) @ view.features.T)
+        else:
+            rows = np.ascontiguousarray(self._kernel(view, X, view.X))
+        if not np.all(np.isfinite(rows)):
+            raise ValueError(f"{view.label}: the kernel of the new points overflows float64; scale the view down")
         _core.center_kernel_rows(rows, view.column_means, view.grand_mean, self.n_threads)
         return rows
 
@@ -698,7 +954,7 @@ class MultiViewRKM(BaseEstimator):
         """U_v^T phi_c,v(x*) (primal) or H^T k~_v(x*) (dual) for the rows of X: shape (n*, s)."""
         if self.solver_.startswith("primal"):
             Phi = X if view.kind == "linear" else _explicit_features(view.source, X, view.name)
-            return (Phi - view.mean) @ view.U
+            return np.asarray(Phi @ view.U) - view.mean @ view.U  # (Phi - mean) U, sparse Phi kept sparse
         n_train = self.H_.shape[0]
         step = max(1, ROW_BLOCK_BYTES // (8 * n_train))
         return np.vstack(
@@ -713,10 +969,7 @@ class MultiViewRKM(BaseEstimator):
                 if v != skip
             )
 
-    def _check_new_views(self, views, missing=None):
-        return _check_views(views, self.n_views_, missing, self.input_dims_)
-
-    def transform(self, views: Sequence[ArrayLike]) -> np.ndarray:
+    def transform(self, views: Sequence[ArrayLike] | ArrayLike) -> np.ndarray:
         """Hidden features of new points from all their views, eq. 6.
 
         h* = Gamma^(-1) sum_v U_v^T phi_c,v(x*) in the primal, Gamma^(-1) H^T sum_v k~_v(x*) in the dual; on the
@@ -724,15 +977,15 @@ class MultiViewRKM(BaseEstimator):
 
         Parameters
         ----------
-        views : list or tuple of array-like
-            One (n*, p_v) array per view.
+        views : list or tuple of array-like, or array-like of shape (n*, n_features)
+            One (n*, p_v) array per view, or one array whose columns ``view_columns`` splits into the views.
 
         Returns
         -------
         ndarray of shape (n*, n_components)
         """
         check_is_fitted(self)
-        arrays = self._check_new_views(views)
+        arrays = self._new_arrays(views)
         return np.linalg.solve(self._gamma, self._scores(arrays).T).T
 
     def _check_missing(self, missing):
@@ -754,13 +1007,14 @@ class MultiViewRKM(BaseEstimator):
             )
         return ((scores @ vectors) / values) @ vectors.T
 
-    def predict_latent(self, views: Sequence[ArrayLike], missing: int) -> np.ndarray:
+    def predict_latent(self, views: Sequence[ArrayLike] | ArrayLike, missing: int) -> np.ndarray:
         """Hidden features of new points inferred without view `missing` (the h* of eqs. 15-16).
 
         Parameters
         ----------
-        views : list or tuple
-            One array per view; entry `missing` may be None (it is ignored).
+        views : list or tuple, or array-like of shape (n*, n_features)
+            One array per view, entry `missing` may be None (it is ignored); or one array whose columns
+            ``view_columns`` splits into the views, those of view `missing` ignored (they may be NaN).
         missing : int
             Index of the view to leave out.
 
@@ -770,18 +1024,19 @@ class MultiViewRKM(BaseEstimator):
         """
         check_is_fitted(self)
         missing = self._check_missing(missing)
-        arrays = self._check_new_views(views, missing)
+        arrays = self._new_arrays(views, missing)
         return self._missing_latents(self._scores(arrays, skip=missing), missing)
 
-    def predict_view(self, views: Sequence[ArrayLike], missing: int) -> np.ndarray:
+    def predict_view(self, views: Sequence[ArrayLike] | ArrayLike, missing: int) -> np.ndarray:
         """Infer view `missing` of new points from their other views, eq. 15 (primal) or 16 (dual), then map it
         to the view's input space: exactly for a linear view (the feature plus the training mean), else by the
         pre-image method ``preimage``.
 
         Parameters
         ----------
-        views : list or tuple
-            One (n*, p_v) array per view; entry `missing` may be None (it is ignored).
+        views : list or tuple, or array-like of shape (n*, n_features)
+            One (n*, p_v) array per view, entry `missing` may be None (it is ignored); or one array whose columns
+            ``view_columns`` splits into the views, those of view `missing` ignored (they may be NaN).
         missing : int
             Index of the view to infer.
 
