@@ -1,7 +1,9 @@
 """rkm.RKMForecaster: exact forecasts of a sum of sinusoids by all four solvers, the rescaling ablation,
-multivariate series, standardization, shapes, bad input, and rkm.datasets.load_santafe_laser.
+multivariate series, forecasts from a new segment (context), standardization and its ddof, huge and tiny values,
+shapes, bad input, and rkm.datasets.load_santafe_laser.
 
-RKMForecaster.fit takes a series, not (X, y), so scikit-learn's estimator checks do not apply to it.
+RKMForecaster.fit takes a series, not (X, y): scikit-learn's estimator checks run in tests/test_sklearn_api.py,
+less those that call predict with an X (listed in the class's Notes).
 """
 
 import sys
@@ -162,6 +164,106 @@ def test_bad_input(series, params, match):
     params = {"n_components": 2, **params}
     with pytest.raises(ValueError, match=match):
         RKMForecaster(**params).fit(series)
+
+
+# ------------------------------------------------------------------------------------- forecasts from a context
+
+
+def test_a_context_of_the_training_tail_reproduces_predict(sines, sine_forecasts):
+    train, _ = sines
+    for solver, model in sine_forecasts.items():
+        expected = model.predict(30)
+        np.testing.assert_array_equal(model.predict(30, context=train[-40:]), expected, err_msg=solver)
+        # A longer segment starts from its last lag values; a (T, 1) segment of a 1-D series is accepted too.
+        np.testing.assert_array_equal(model.predict(30, context=train), expected, err_msg=solver)
+        np.testing.assert_array_equal(model.predict(30, context=train[-50:, None]), expected, err_msg=solver)
+
+
+def test_a_context_of_another_segment_follows_the_recursion_on_it(sines):
+    train, _ = sines
+    model = RKMForecaster(15, n_components=10, kernel="rbf", gamma=0.1).fit(train)
+    segment = datasets.make_sum_of_sines(60, frequencies=(1.0, 2.3), amplitudes=(0.7, 0.3), random_state=5).data
+    # Oracle: the recursion by hand, each step the output view inferred from the last 15 standardized values.
+    window, expected = (segment[-15:] - model.mean_) / model.scale_, []
+    for _ in range(20):
+        z = model.model_.predict_view([window[None, :], None], missing=1)[0, 0]
+        expected.append(z * model.scale_[0] + model.mean_[0])
+        window = np.r_[window[1:], z]
+    forecast = model.predict(20, context=segment)
+    np.testing.assert_allclose(forecast, expected, rtol=1e-12, atol=1e-12)
+    assert np.max(np.abs(forecast - model.predict(20))) > 0.1  # not the continuation of the training series
+
+
+def test_a_context_with_other_phases_is_forecast_exactly_by_the_linear_model(sines, sine_forecasts):
+    # Any sum of the same two sinusoids obeys the same order-4 recursion: the linear model trained on one series
+    # forecasts another (other phases and amplitudes) exactly, without a refit.
+    series = datasets.make_sum_of_sines(
+        200, frequencies=(1.0, 2.3), amplitudes=(0.5, 0.4), dt=0.05, random_state=7
+    ).data
+    for solver, model in sine_forecasts.items():
+        forecast = model.predict(50, context=series[:150])
+        np.testing.assert_allclose(forecast, series[150:], atol=1e-7, err_msg=solver)
+
+
+def test_multivariate_context(sines):
+    t = 0.05 * np.arange(300)
+    series = np.column_stack([np.sin(2 * np.pi * t) + 3.0, 2.0 * np.cos(2 * np.pi * 1.7 * t) - 1.0])
+    model = RKMForecaster(12, n_components=4, kernel="linear", random_state=0).fit(series[:200])
+    np.testing.assert_allclose(model.predict(40, context=series[:260]), series[260:], atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "context,match",
+    [
+        (np.arange(39.0), "^context: needs at least lag = 40 time steps"),
+        (np.ones((50, 2)), r"^context: has 2 series \(columns\) but the model was fitted on 1"),
+        (np.r_[np.arange(50.0), np.nan], "^context: contains NaN or infinity"),
+        (np.array(["a"] * 50), "^context: must be an array of real numbers"),
+        (np.ones((50, 1, 1)), "^context: must be a non-empty 1-D or 2-D array"),
+    ],
+)
+def test_bad_context(sine_forecasts, context, match):
+    with pytest.raises(ValueError, match=match):
+        sine_forecasts["dual_eig"].predict(5, context=context)
+
+
+# ------------------------------------------------------------------------------- standardization, ddof, range
+
+
+def test_ddof_one_is_the_sample_standard_deviation(sines):
+    train, _ = sines
+    T, lag, s = train.size, 40, 4
+    population = RKMForecaster(lag, n_components=s, kernel="linear", solver="dual_eig").fit(train)
+    sample = RKMForecaster(lag, n_components=s, kernel="linear", solver="dual_eig", ddof=1).fit(train)
+    assert population.ddof == 0  # the default: NumPy's and StandardScaler's convention
+    np.testing.assert_allclose(population.scale_, [train.std()], rtol=1e-14)
+    np.testing.assert_allclose(sample.scale_, [train.std(ddof=1)], rtol=1e-14)
+    # Oracle: the summed centred linear kernels of the windows and targets standardized by hand with ddof=1.
+    z = (train - train.mean()) / train.std(ddof=1)
+    windows = np.lib.stride_tricks.sliding_window_view(z[:-1], lag)
+    targets = z[lag:, None]
+    K = sum((A - A.mean(axis=0)) @ (A - A.mean(axis=0)).T for A in (windows, targets))
+    np.testing.assert_allclose(sample.eigenvalues_, np.linalg.eigvalsh(K)[::-1][:s], rtol=1e-12)
+    # Linear kernels: the eigenvalues scale by (T - 1) / T and the forecasts do not change.
+    np.testing.assert_allclose(sample.eigenvalues_, population.eigenvalues_ * (T - 1) / T, rtol=1e-12)
+    np.testing.assert_allclose(sample.predict(50), population.predict(50), atol=1e-10)
+    with pytest.raises(ValueError, match=_invalid("ddof")):
+        RKMForecaster(lag, n_components=s, ddof=-1).fit(train)
+
+
+@pytest.mark.parametrize("factor", [1e160, 1e-160])
+def test_huge_and_tiny_series_are_standardized_without_overflow(sines, factor):
+    train, _ = sines
+    params = dict(lag=15, n_components=10, kernel="rbf", gamma=0.1)
+    model, scaled = RKMForecaster(**params).fit(train), RKMForecaster(**params).fit(train * factor)
+    np.testing.assert_allclose(scaled.scale_, model.scale_ * factor, rtol=1e-12)
+    np.testing.assert_allclose(scaled.predict(20), model.predict(20) * factor, rtol=1e-8)
+
+
+def test_unstandardized_overflow_is_reported(sines):
+    train, _ = sines
+    with pytest.raises(ValueError, match=r"^series: values up to 1e\+160 overflow float64 in the kernels"):
+        RKMForecaster(15, n_components=2, standardize=False).fit(train / np.abs(train).max() * 1e160)
 
 
 def test_bad_steps(sine_forecasts):

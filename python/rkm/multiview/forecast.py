@@ -7,10 +7,13 @@ last window (eq. 15 or 16), appends it to the series, and repeats.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from rkm import stiefel
@@ -32,17 +35,40 @@ from rkm.multiview.multiview_rkm import PREIMAGES, SOLVERS, VIEW_MAPS, MultiView
 __all__ = ["RKMForecaster"]
 
 
-def _check_series(series):
+def _check_series(series, name="series"):
     """The series as a finite float64 (T, n_series) array."""
+    if sp.issparse(series):
+        raise TypeError(f"{name}: sparse input is not supported: a time series is a dense 1-D or 2-D array")
     A = np.asarray(series)
+    if A.dtype == object:
+        try:
+            A = A.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{name}: {error}") from None
+    if A.dtype.kind == "c":
+        raise ValueError(f"{name}: Complex data not supported, got dtype {A.dtype}")
     if A.dtype.kind not in "biuf":
-        raise ValueError(f"series: must be an array of real numbers, got dtype {A.dtype}")
+        raise ValueError(f"{name}: must be an array of real numbers, got dtype {A.dtype}")
     A = A.astype(np.float64, copy=False)
+    if A.ndim == 2 and A.shape[0] > 0 and A.shape[1] == 0:
+        raise ValueError(
+            f"{name}: a 2-D series needs at least one column (series); found array with 0 feature(s) "
+            f"(shape={A.shape}) while a minimum of 1 is required."
+        )
     if A.ndim not in (1, 2) or A.size == 0:
-        raise ValueError(f"series: must be a non-empty 1-D or 2-D array (time along axis 0), got shape {A.shape}")
+        raise ValueError(f"{name}: must be a non-empty 1-D or 2-D array (time along axis 0), got shape {A.shape}")
     if not np.all(np.isfinite(A)):
-        raise ValueError("series: contains NaN or infinity")
+        raise ValueError(f"{name}: contains NaN or infinity")
     return np.ascontiguousarray(A.reshape(A.shape[0], -1))
+
+
+def _mean_and_std(values, ddof):
+    """Per-column mean and standard deviation (divisor T - ddof), computed on the values divided by their largest
+    magnitude so that neither the squares of huge values overflow nor those of tiny ones underflow."""
+    magnitude = np.abs(values).max(axis=0)
+    magnitude = np.where(magnitude > 0, magnitude, 1.0)
+    scaled = values / magnitude
+    return scaled.mean(axis=0) * magnitude, scaled.std(axis=0, ddof=ddof) * magnitude
 
 
 def _lagged_pairs(series, lag):
@@ -65,9 +91,10 @@ class RKMForecaster(BaseEstimator):
     values x_{t+1}: two views of a :class:`rkm.MultiViewRKM` (input: ``kernel``, or the explicit features of
     ``feature_map``; output: ``output_kernel``, linear by default so that its pre-image is exact).
     ``predict(steps)`` forecasts recursively: it infers the output view of the last window (eq. 15 in the primal,
-    eq. 16 in the dual), appends the prediction to the window and repeats. With ``standardize`` each series is
-    scaled by its training mean and standard deviation before the windows are formed, and the forecasts are
-    scaled back.
+    eq. 16 in the dual), appends the prediction to the window and repeats; ``predict(steps, context=segment)``
+    does the same from the last ``lag`` values of any other segment of the series (or of a new series of the same
+    kind). With ``standardize`` each series is scaled by its training mean and standard deviation (divisor
+    T - ``ddof``) before the windows are formed, and the forecasts are scaled back.
 
     The window holds ``lag`` values: the paper's lag p (windows x_{t-p}, ..., x_t of p + 1 values) is lag = p + 1.
 
@@ -99,6 +126,12 @@ class RKMForecaster(BaseEstimator):
         inverted by the model's ``preimage`` method.
     standardize : bool, default=True
         Scale each series by its training mean and standard deviation (a constant series by 1).
+    ddof : int, default=0
+        Delta degrees of freedom of that standard deviation, whose divisor is T - ddof: 0 (the default) is
+        NumPy's and scikit-learn's ``StandardScaler``'s convention, 1 the sample standard deviation of MATLAB's
+        ``std`` and PyTorch's ``torch.std``, which the authors' released code uses: with ddof=1 the model's
+        eigenvalues are theirs. The forecasts of linear kernels do not depend on it; those of an rbf kernel
+        with a fixed ``gamma`` do (slightly), through the scale of the windows.
     solver : {"auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"}, default="auto"
         See :class:`rkm.MultiViewRKM`; the primal solvers need explicit input features (``feature_map`` or a
         linear ``kernel``).
@@ -135,14 +168,29 @@ class RKMForecaster(BaseEstimator):
     solver_ : str
         The solver the model used.
     mean_, scale_ : ndarray of shape (n_series,)
-        Standardization statistics (0 and 1 without ``standardize``).
+        Standardization statistics (0 and 1 without ``standardize``): the mean and the standard deviation with
+        divisor T - ``ddof``.
     n_series_ : int
+        The number of series (columns of a 2-D series; 1 for a 1-D one).
+    n_features_in_ : int
+        The same number, under scikit-learn's name for the columns of fit's input.
     window_ : ndarray of shape (lag, n_series)
         The last ``lag`` standardized values of the training series: where forecasting starts.
 
     Notes
     -----
-    ``fit`` takes a series, not (X, y): the estimator does not follow scikit-learn's fit/predict signature.
+    ``fit`` takes a series, not (X, y), and ``predict`` a number of steps, not X: the estimator does not follow
+    scikit-learn's fit/predict signature, and is neither a regressor nor a transformer. scikit-learn's
+    estimator checks run on it (a 2-D X is read as n_features_in_ series, time along the rows) and pass, but
+    for 12 that cannot apply: 11 call ``predict(X)`` with a data array, which ``steps`` cannot take
+    (``check_estimators_dtypes``, ``check_dtype_object``, ``check_estimators_nan_inf``,
+    ``check_estimators_pickle``, ``check_f_contiguous_array_estimator``, ``check_methods_sample_order_invariance``,
+    ``check_methods_subset_invariance``, ``check_dict_unchanged``, ``check_fit_idempotent``,
+    ``check_fit2d_predict1d``, ``check_n_features_in_after_fitting``), and ``check_fit1d`` expects a 1-D X to be
+    refused, where a 1-D array is the forecaster's univariate series.
+
+    Forecasting a new segment of the series (the same process, or another series of the same kind) needs no
+    refit: ``predict(steps, context=segment)`` starts from the segment's last ``lag`` values.
 
     Examples
     --------
@@ -151,6 +199,9 @@ class RKMForecaster(BaseEstimator):
     >>> series = np.sin(0.3 * np.arange(200))
     >>> model = RKMForecaster(10, n_components=2, kernel="linear").fit(series)
     >>> model.predict(5).shape
+    (5,)
+    >>> other = np.sin(0.3 * np.arange(50) + 1.0)  # another segment: forecast what follows it
+    >>> model.predict(5, context=other).shape
     (5,)
     """
 
@@ -161,6 +212,7 @@ class RKMForecaster(BaseEstimator):
         "feature_map": [None, HasMethods(["fit", "transform"])],
         "output_kernel": [*kernel_constraints(precomputed=False)["kernel"], *VIEW_MAPS],
         "standardize": ["boolean"],
+        "ddof": [Interval(numbers.Integral, 0, None, closed="left")],
         "solver": [StrOptions(set(SOLVERS))],
         "rotate": ["boolean"],
         "rescale": ["boolean"],
@@ -186,6 +238,7 @@ class RKMForecaster(BaseEstimator):
         feature_map=None,
         output_kernel="linear",
         standardize: bool = True,
+        ddof: int = 0,
         solver: str = "auto",
         rotate: bool = True,
         rescale: bool = True,
@@ -207,6 +260,7 @@ class RKMForecaster(BaseEstimator):
         self.feature_map = feature_map
         self.output_kernel = output_kernel
         self.standardize = standardize
+        self.ddof = ddof
         self.solver = solver
         self.rotate = rotate
         self.rescale = rescale
@@ -219,13 +273,23 @@ class RKMForecaster(BaseEstimator):
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _check_params_vs_input(self, n_steps):
-        """The rules that need the series: enough time steps for two training pairs; and the kernels' parameters
-        (named after this estimator's arguments: kernel, gamma, ..., output_kernel)."""
+    def _check_params_vs_input(self, values):
+        """The rules that need the series: enough time steps for two training pairs, values whose kernels fit in
+        float64 when they are not standardized; and the kernels' parameters (named after this estimator's
+        arguments: kernel, gamma, ..., output_kernel)."""
+        n_steps, n_series = values.shape
         if n_steps < self.lag + 2:
             raise ValueError(
                 f"series: needs at least lag + 2 = {self.lag + 2} time steps (two windows of lag = {self.lag} values "
-                f"and the values that follow them), got {n_steps}"
+                f"and the values that follow them), got {n_steps} sample(s)"
+            )
+        # A window's squared norm (and squared distance, up to 4x that) must stay below the largest float64.
+        largest, limit = float(np.abs(values).max()), np.sqrt(np.finfo(np.float64).max / (4.0 * self.lag * n_series))
+        if not self.standardize and largest > limit:
+            raise ValueError(
+                f"series: values up to {largest:.3g} overflow float64 in the kernels of the windows (their squared "
+                f"norms exceed {np.finfo(np.float64).max:.3g} above |x| = {limit:.3g} for lag {self.lag}); use "
+                "standardize=True or scale the series down"
             )
         if self.feature_map is None:
             kernel_spec(self.kernel, self.gamma, self.degree, self.coef0)
@@ -273,12 +337,12 @@ class RKMForecaster(BaseEstimator):
         """
         self._progress = Progress(type(self).__name__, self.verbose)
         values = _check_series(series)
-        self._check_params_vs_input(values.shape[0])
+        self._check_params_vs_input(values)
         lag = self.lag
         self._one_dimensional = np.ndim(series) == 1
-        self.n_series_ = values.shape[1]
+        self.n_series_ = self.n_features_in_ = values.shape[1]
         if self.standardize:
-            self.mean_, scale = values.mean(axis=0), values.std(axis=0)
+            self.mean_, scale = _mean_and_std(values, self.ddof)
             self.scale_ = np.where(scale > 0, scale, 1.0)
         else:
             self.mean_, self.scale_ = np.zeros(self.n_series_), np.ones(self.n_series_)
@@ -291,13 +355,19 @@ class RKMForecaster(BaseEstimator):
         self.window_ = standardized[-lag:].copy()
         return self
 
-    def predict(self, steps: int) -> np.ndarray:
-        """Forecast the next `steps` values after the training series, feeding each prediction back.
+    def predict(self, steps: int, context: ArrayLike | None = None) -> np.ndarray:
+        """Forecast the next `steps` values, feeding each prediction back: after the training series, or after
+        the segment `context`.
 
         Parameters
         ----------
         steps : int
             Number of values to forecast.
+        context : array-like of shape (T_c,) or (T_c, n_series), default=None
+            A segment of the series (time along axis 0, T_c >= lag, in the units of the training series) whose
+            continuation to forecast: its last ``lag`` values start the recursion, standardized with the
+            training statistics ``mean_`` and ``scale_`` (no refit). None starts from the end of the training
+            series (``window_``); the training series' last ``lag`` values give the same forecast.
 
         Returns
         -------
@@ -306,10 +376,24 @@ class RKMForecaster(BaseEstimator):
         """
         check_is_fitted(self)
         steps = check_int(steps, "steps")
-        window = self.window_.copy()
+        window = self.window_.copy() if context is None else self._context_window(context)
         forecast = np.empty((steps, self.n_series_))
         for t in range(steps):
             forecast[t] = self.model_.predict_view([window.reshape(1, -1), None], missing=1)[0]
             window = np.vstack([window[1:], forecast[t]])
         forecast = forecast * self.scale_ + self.mean_
         return forecast[:, 0] if self._one_dimensional else forecast
+
+    def _context_window(self, context):
+        """The last lag values of `context`, standardized with the training statistics."""
+        values = _check_series(context, "context")
+        if values.shape[1] != self.n_series_:
+            raise ValueError(
+                f"context: has {values.shape[1]} series (columns) but the model was fitted on {self.n_series_}"
+            )
+        if values.shape[0] < self.lag:
+            raise ValueError(
+                f"context: needs at least lag = {self.lag} time steps (the window that starts the forecast), got "
+                f"{values.shape[0]}"
+            )
+        return (values[-self.lag :] - self.mean_) / self.scale_
