@@ -6,11 +6,14 @@ import warnings
 import numpy as np
 import pytest
 from conftest import assert_close
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import load_digits
-from sklearn.exceptions import ConvergenceWarning
 
-from rkm import DeepRKM, LSSVMClassifier, LSSVMRegressor, _core, reference
+from rkm import DeepRKM, DeepRKMClassifier, DeepRKMRegressor, LSSVMClassifier, LSSVMRegressor, _core, reference
+from rkm.datasets import make_deep_rkm_regression
 from rkm.deep import DivergenceError, _levelwise, _primal
+from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import RBF, kernel_matrix
 
 
@@ -110,8 +113,8 @@ def test_levelwise_classification_with_weak_coupling_equals_the_lssvm_classifier
 
 def test_strong_coupling_changes_the_solution():
     X, y = _regression()
-    weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=1).fit(X, y)
-    strong = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
+    weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=1, phases="forward_backward").fit(X, y)
+    strong = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=1, phases="forward_backward").fit(X, y)
     assert np.abs(weak.predict(X) - strong.predict(X)).max() > 1e-3
     # The backward level-1 step with 1/eta2 = 1e5 leaves H1 nearly orthogonal to the level-2 direction.
     H1, H2 = strong.H_[0].ravel(), strong.H_[1].ravel()
@@ -120,16 +123,20 @@ def test_strong_coupling_changes_the_solution():
 
 def test_strong_coupling_alternates_between_two_states_and_warns():
     X, y = _regression()
-    with pytest.warns(ConvergenceWarning, match="has not settled"):
-        strong = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=4).fit(X, y)
+    passes = dict(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), phases="forward_backward")
+    with pytest.warns(ConvergenceWarning, match="period-2 cycle"):
+        strong = DeepRKM(**passes, n_passes=4).fit(X, y)
+    assert strong.cycle_ and not strong.converged_
     assert strong.pass_changes_.shape == (3,) and np.all(strong.pass_changes_ > 0.1)
-    odd = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=3, tol=10.0).fit(X, y)
-    first = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_passes=1).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="period-2 cycle"):
+        odd = DeepRKM(**passes, n_passes=3).fit(X, y)
+    first = DeepRKM(**passes, n_passes=1).fit(X, y)
     assert_close(odd.predict(X), first.predict(X), 1e-5)  # the state of pass 1 returns at passes 3, 5, ...
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=3).fit(X, y)
-    assert np.all(weak.pass_changes_ < 1e-6)
+        weak = DeepRKM(gamma=0.5, lam=0.01, eta=(1.0, 1e8, 1e8), n_passes=3, phases="forward_backward").fit(X, y)
+    # The passes stop once one changes the unknowns by at most tol.
+    assert weak.converged_ and weak.n_iter_ == 2 and np.all(weak.pass_changes_ < 1e-6)
     # A pass's forward L1 repeats the previous backward L1 (same H2): the same value, not a new solve.
     assert strong.objective_history_[4] == strong.objective_history_[5]
 
@@ -140,24 +147,53 @@ def test_strong_coupling_alternates_between_two_states_and_warns():
 def test_levelwise_kpca_kpca_lssvm_matches_reference_and_eq_4_9():
     X, y = _regression(p=1)
     etas = (1.0, 0.5, 2.0)
-    model = DeepRKM(
-        "kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, eta=etas, n_passes=2, phases="forward"
-    ).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="not settled"):
+        model = DeepRKM(
+            "kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, eta=etas, n_passes=2, phases="forward"
+        ).fit(X, y)
     K = kernel_matrix(X, kernel="rbf", gamma=0.5)
     expected = reference.deep_levelwise_kpca_kpca_lssvm(K, y[:, None], etas, 0.1, (3, 2), 2, "forward")
-    for mine, theirs in zip(model.H_, (expected["H1"], expected["H2"], expected["H3"])):
+    for mine, theirs in zip(model.H_[:2], (expected["H1"], expected["H2"])):
         assert_close(mine, theirs, 1e-7)
     assert_close(model.objective_history_, [value for _, value in expected["history"]], 1e-7)
-    # Level 3 solved last: the LS-SVM on the linear kernel of H2.
+    # Level 3 is re-solved after the passes on eq. 4.9's features at the training points, F2 = Lambda2^-1 e2:
+    # the LS-SVM on their linear kernel.
     H1, H2, H3 = model.H_
-    basic = LSSVMRegressor(kernel="precomputed", eta=etas[2], lam=0.1).fit(H2 @ H2.T, y)
-    assert_close(H3.ravel(), basic.H_.ravel(), 1e-8)
-    # Eq. 4.9 out of sample, written out.
-    X_new = X[:7] + 0.1
-    e1 = kernel_matrix(X_new, X, kernel="rbf", gamma=0.5) @ H1 / etas[0]
     l1, l2 = model.eigenvalues_
-    e2 = (e1 / l1) @ H1.T @ H2 / etas[1]
-    assert_close(model.predict(X_new), ((e2 / l2) @ H2.T @ H3 / etas[2] + model.intercept_).ravel(), 1e-9)
+
+    def features(X_new):
+        e1 = kernel_matrix(X_new, X, kernel="rbf", gamma=0.5) @ H1 / etas[0]
+        return ((e1 / l1) @ H1.T @ H2 / etas[1]) / l2
+
+    F2 = features(X)
+    basic = LSSVMRegressor(kernel="precomputed", eta=etas[2], lam=0.1).fit(F2 @ F2.T, y)
+    assert_close(H3.ravel(), basic.H_.ravel(), 1e-8)
+    assert_close(model.intercept_, basic.intercept_, 1e-8)
+    # Eq. 4.9 out of sample, written out, with W3 = F2^T H3 / eta3.
+    X_new = X[:7] + 0.1
+    assert_close(model.predict(X_new), (features(X_new) @ F2.T @ H3 / etas[2] + model.intercept_).ravel(), 1e-9)
+
+
+def test_kpca_kpca_lssvm_predicts_its_training_output():
+    # Issue 23: level 3 regressed Y on the coupled H2 (training MSE ~0 through H2 H2^T H3 / eta3 + b) while
+    # predict(X_train) was near a constant. Now predict(X_train) is the training-time output.
+    data = make_deep_rkm_regression(0.5, random_state=3)
+    X, y = data.data, data.target
+    etas = (1.0, 1e-3, 1e-3)
+    with pytest.warns(ConvergenceWarning):  # the passes of eq. 4.11 have not settled at this coupling
+        model = DeepRKM("kpca_kpca_lssvm", n_components=(50, 50), gamma=1.0, lam=1e-3, eta=etas, phases="forward").fit(
+            X, y
+        )
+    H1, H2, H3 = model.H_
+    l1, l2 = (_levelwise.pseudo_inverse(w) for w in model.eigenvalues_)
+    F2 = ((kernel_matrix(X, kernel="rbf", gamma=1.0) @ H1 / etas[0] * l1) @ H1.T @ H2 / etas[1]) * l2
+    training_output = (F2 @ (F2.T @ H3) / etas[2] + model.intercept_).ravel()
+    assert_close(model.predict(X), training_output, 1e-9)
+    # Level 3's stationarity condition holds with those features: y = output + lam h3.
+    assert_close(training_output + 1e-3 * H3.ravel(), y, 1e-8)
+    basic = LSSVMRegressor(gamma=1.0, lam=0.01).fit(X, y)
+    test_mse = np.mean((model.predict(data.data_test) - data.target_test) ** 2)
+    assert test_mse < 2 * np.mean((basic.predict(data.data_test) - data.target_test) ** 2)
 
 
 # ---------------------------------------------------------------- primal methods (M1, M2)
@@ -294,6 +330,99 @@ def test_task_auto_and_multioutput_regression():
     assert not hasattr(model, "decision_function")
     labels = DeepRKM(n_passes=1).fit(X, (Y[:, 0] > 0).astype(int))
     assert labels.task_ == "classification" and set(labels.predict(X)) <= {0, 1}
+    # scikit-learn's type_of_target: integral floats are class labels.
+    digits = np.arange(len(X)) % 10 * 1.0
+    assert DeepRKM(n_components=(10, 1), gamma=0.5).fit(X, digits).task_ == "classification"
+
+
+def test_regressor_and_classifier_fix_the_task():
+    X, Y = _regression()
+    counts = np.round(5 * (Y + 1))  # integer-valued regression targets
+    regressor = DeepRKMRegressor(gamma=0.5, lam=0.01).fit(X, counts.astype(int))
+    assert regressor.task_ == "regression" and is_regressor(regressor) and not is_classifier(regressor)
+    assert_close(regressor.predict(X), DeepRKM(gamma=0.5, lam=0.01, task="regression").fit(X, counts).predict(X), 1e-12)
+    assert not hasattr(regressor, "decision_function") and "task" not in regressor.get_params()
+    labels = (np.arange(len(X)) % 3).astype(float)
+    classifier = DeepRKMClassifier(n_components=(3, 1), gamma=0.5, lam=0.01).fit(X, labels)
+    assert classifier.task_ == "classification" and is_classifier(classifier) and not is_regressor(classifier)
+    np.testing.assert_array_equal(classifier.classes_, [0.0, 1.0, 2.0])
+    assert not hasattr(classifier, "predict_proba")
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_probabilities_are_platt_scaling(n_classes):
+    X, y = load_digits(n_class=n_classes, return_X_y=True)
+    X, y = X[:150] / 16, y[:150]
+    model = DeepRKMClassifier(n_components=(n_classes, 1), gamma=0.05, lam=1.0, probability=True).fit(X, y)
+    base = clone(model).set_params(probability=False)
+    oracle = CalibratedClassifierCV(base, method="sigmoid", cv=5, ensemble=False).fit(X, y)
+    proba = model.predict_proba(X[:40])
+    assert_close(proba, oracle.predict_proba(X[:40]), 1e-8)
+    assert_close(proba.sum(axis=1), np.ones(40), 1e-12)
+    np.testing.assert_array_equal(model.predict(X), base.fit(X, y).predict(X))
+
+
+def test_kept_training_data_is_a_copy():
+    X, y = _regression()
+    for model in (
+        DeepRKM(gamma=0.5, lam=0.01),
+        DeepRKM("kpca_kpca_lssvm", n_components=(3, 2), gamma=0.5, lam=0.1, n_passes=2),
+    ):
+        X_fit = X.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X_fit, y)
+        before = model.predict(X)
+        assert model.X_fit_ is not X_fit
+        X_fit[:] = 0.0
+        np.testing.assert_array_equal(model.predict(X), before)
+
+
+# ---------------------------------------------------------------- issue 23: the level-wise default converges
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},  # the defaults
+        dict(gamma=1.0, lam=0.01),  # the issue's reproduction
+        dict(gamma=1.0, lam=0.01, eta=(1.0, 1e-5, 1e-5)),  # section 6.2.1: (1+1) with 1/eta = 1e5
+        dict(gamma=1.0, lam=0.01, eta=(1.0, 1e-5, 1e-5), n_components=(7, 2)),  # (7+2)
+    ],
+)
+def test_default_levelwise_converges_independently_of_n_passes(params):
+    data = make_deep_rkm_regression(0.5, random_state=3)
+    X, y = data.data, data.target
+    predictions = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        for n_passes in (1, 2, 3, 4):
+            model = DeepRKM(**params, n_passes=n_passes).fit(X, y)
+            predictions.append(model.predict(data.data_test))
+    assert model.converged_ and not model.cycle_
+    for other in predictions[1:]:
+        assert_close(other, predictions[0], 1e-12)
+
+
+@pytest.mark.parametrize("p, components", [(1, (1, 1)), (1, (7, 2)), (2, (3, 2))])
+def test_joint_solution_solves_eq_4_18(p, components):
+    # With linear levels 2-3 every solution of eq. 4.18 has level 1 = the LS-SVM with lam + 1/eta2 along the
+    # directions of H1 that level 2 keeps; keeping its leading components, level 2 keeps all of them.
+    X, y = _regression(p=p)
+    etas, lam = (1.0, 0.01, 0.02), 0.05
+    model = DeepRKM(n_components=components, gamma=0.5, lam=lam, eta=etas).fit(X, y)
+    H1, H2, H3 = model.H_
+    l2, l3 = model.eigenvalues_
+    K = kernel_matrix(X, kernel="rbf", gamma=0.5)
+    Y = y.reshape(len(X), -1)
+    assert_close((K / etas[0] + H2 @ H2.T / etas[1] + lam * np.eye(len(X))) @ H1 + model.intercept_, Y, 1e-8)
+    assert_close(H1.sum(axis=0), np.zeros(p), 1e-9)
+    assert_close((H1 @ H1.T / etas[1] + H3 @ H3.T / etas[2]) @ H2, H2 * l2, 1e-8)
+    assert_close(H2 @ H2.T @ H3 / etas[2], H3 * l3, 1e-8)
+    # Level 2 keeps its leading eigenvalues: every direction of H1 is in span(H2).
+    assert_close(H2 @ (H2.T @ H1), H1, 1e-8)
+    basic = LSSVMRegressor(gamma=0.5, lam=lam + 1 / etas[1]).fit(X, y)
+    assert_close(model.predict(X), basic.predict(X), 1e-8)
 
 
 def test_kernel_objects_and_per_level_kernels():
@@ -384,9 +513,9 @@ def test_progress_lines(capsys):
     X, y = _regression()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        DeepRKM(gamma=0.5, lam=0.01, n_passes=2, verbose=1).fit(X, y)
+        DeepRKM(gamma=0.5, lam=0.01, n_passes=2, phases="forward_backward", verbose=1).fit(X, y)
         stages = capsys.readouterr().out.splitlines()
-        DeepRKM(gamma=0.5, lam=0.01, n_passes=2, verbose=2).fit(X, y)
+        DeepRKM(gamma=0.5, lam=0.01, n_passes=2, phases="forward_backward", verbose=2).fit(X, y)
         steps = capsys.readouterr().out.splitlines()
     assert len(stages) == 2 and all(line.startswith("DeepRKM [") for line in stages)
     assert len(steps) == 2 + 2 * 5 and "L1: J_deep" in steps[1]  # one line per level step at verbose=2

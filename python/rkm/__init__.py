@@ -8,7 +8,7 @@ with passive_wait_policy():
 from rkm import exceptions, features, metrics, stiefel
 from rkm._utils.config import show_config
 from rkm.autoencoders import KernelAutoencoder
-from rkm.deep import ConstrainedDeepRKM, DeepRKM
+from rkm.deep import ConstrainedDeepRKM, DeepRKM, DeepRKMClassifier, DeepRKMRegressor
 from rkm.multiview import MultiViewRKM, RKMForecaster
 from rkm.shallow import KernelPCA, KernelPMF, KernelSVD, LSSVMClassifier, LSSVMRegressor
 
@@ -19,6 +19,8 @@ __all__ = [
     "LSSVMRegressor",
     "LSSVMClassifier",
     "DeepRKM",
+    "DeepRKMRegressor",
+    "DeepRKMClassifier",
     "ConstrainedDeepRKM",
     "KernelSVD",
     "KernelPMF",

@@ -25,8 +25,25 @@ Readings of steps the paper leaves open (each documented in the estimator):
 - L3 of eq. 4.18 is (1/eta3) times the projector onto span(H2): every basis of it solves the equation, and the
   solver takes H3 = H2[:, :s3], the leading level-2 components (eigenvalue 1/eta3 each);
 - one pass is the forward phase L1, L2, L3 then the backward phase L2, L1 (eq. 5.1), or the forward phase
-  only; the unknowns are never re-initialized between passes.
+  only; the unknowns are never re-initialized between passes. The passes stop early once a pass changes
+  H1, H2, H3 by less than tol (relative); a period-2 cycle (each pass undoing the previous one) is detected
+  and reported (``LevelwiseResult.cycle``).
+
+Why the passes of eq. 4.18 cycle, and the joint solve. With linear levels 2-3, L3 puts span(H3) inside
+span(H2), and L2 then says that span(H2) is invariant under H1 H1^T: H2's columns are left singular vectors of
+H1 or orthogonal to H1. So (H2 H2^T) H1 = P H1 with P the projector onto the singular directions of H1 that
+H2 contains, and L1 reads ((1/eta1) K1 + lam I) H1 + P H1 / eta2 + 1 b^T = Y: at every solution of eq. 4.18,
+level 1 is the LS-SVM with lam + 1/eta2 along the singular directions of H1 that level 2 keeps and lam along
+the others. Level 2 keeps its leading eigenvectors, and those of H1 lead as soon as
+sigma_k(H1)^2 / eta2 > 1/eta3; the level-wise passes do not reach this solution: each level-1 step with a
+large 1/eta2 removes from H1 its component along H2, the normalized H1 of the step before, so the new H1 is
+nearly orthogonal to H2, the next level-2 step turns H2 towards it, and the unknowns alternate between two
+states from pass to pass (neither solves eq. 4.18). ``phases="joint"`` solves the coupled equations directly:
+for s2 >= p, P H1 = H1 and level 1 is one LS-SVM solve with lam + 1/eta2, followed by L2 and L3 to their fixed
+point; for s2 < p the passes remain (with the cycle detected).
 """
+
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 
@@ -183,14 +200,20 @@ def linear_lssvm_level(H2, eta3, lam, Y, fit_intercept):
 @dataclass
 class LevelwiseResult:
     """The unknowns after the last level step: H1, H2, H3 (N x p|s1, N x s2, N x s3|p), the bias, the
-    eigenvalues of the two kernel PCA levels, (step, J_deep) after every level step, and the largest relative
-    change of H1, H2, H3 over each pass after the first."""
+    eigenvalues of the two kernel PCA levels, (step, J_deep) after every level step, the largest relative
+    change of H1, H2, H3 over each pass after the first, the number of passes run, whether the last pass
+    changed the unknowns by at most tol, and whether a period-2 cycle was detected (the unknowns after pass k
+    equal those after pass k - 2 to within tol while pass k changed them by more)."""
 
     H: list
     intercept: np.ndarray
     eigenvalues: dict
     history: list = field(default_factory=list)
     pass_changes: list = field(default_factory=list)
+    n_passes: int = 0
+    converged: bool = False
+    cycle: bool = False
+    K1_H1: np.ndarray | None = None
 
 
 def _kpca_terms(H_in, H_out, eta, eigenvalues):
@@ -205,11 +228,16 @@ def _regression_terms(Y, H, kernel_part, lam):
     return np.sum(Y * H) - 0.5 * kernel_part - 0.5 * lam * np.sum(H**2)
 
 
-def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, callback=None):
-    """Eq. 4.18 level by level. K (N x N, float64, C order) is overwritten; H2, H3: initial values."""
+def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, callback=None, tol=1e-6):
+    """Eq. 4.18 level by level (phases "forward_backward" or "forward") or jointly (phases "joint", module
+    docstring). K (N x N, float64, C order) is overwritten; H2, H3: initial values of the passes."""
     eta1, eta2, eta3 = etas
     s2, s3 = n_components
-    level1 = FusedLSSVMLevel(K, eta1, lam, Y, fit_intercept)
+    joint = phases == "joint" and s2 >= Y.shape[1]
+    # Joint solve: at the solution whose level 2 keeps H1's directions, (H2 H2^T) H1 = H1 and level 1 is the
+    # LS-SVM with lam + 1/eta2 (one factorization, no H2 in the system).
+    lam1 = lam + 1.0 / eta2 if joint else lam
+    level1 = FusedLSSVMLevel(K, eta1, lam1, Y, fit_intercept)
     state = {"H2": H2, "H3": H3, "l2": np.zeros(s2), "l3": np.zeros(s3)}
 
     def objective():
@@ -222,7 +250,11 @@ def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
         )
 
     def step_1():
-        state["H1"], state["b"], state["K1_H1"] = level1.solve(state["H2"], eta2, lam)
+        if joint:
+            state["H1"], state["b"], K1_H1 = level1.solve(np.zeros_like(state["H2"]), eta2, lam1)
+            state["K1_H1"] = K1_H1
+        else:
+            state["H1"], state["b"], state["K1_H1"] = level1.solve(state["H2"], eta2, lam)
 
     def step_2():
         B = np.column_stack([state["H1"] / np.sqrt(eta2), state["H3"] / np.sqrt(eta3)])
@@ -232,20 +264,24 @@ def lssvm_kpca_kpca(K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit
         state["H3"] = state["H2"][:, :s3].copy()
         state["l3"] = np.sum(state["H3"] ** 2, axis=0) / eta3
 
-    history, changes = _run_passes(
-        {"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases, callback
-    )
+    steps = {"L1": step_1, "L2": step_2, "L3": step_3}
+    if joint:
+        # H1 is fixed by the joint level-1 solve; L2 and L3 settle within span(H1) (H3 only reorders H2's
+        # leading directions): at most a few forward passes.
+        passes = _run_passes(steps, state, objective, max(n_passes, 5), "forward", callback, tol)
+    else:
+        order = "forward_backward" if phases == "joint" else phases
+        passes = _run_passes(steps, state, objective, n_passes, order, callback, tol)
     return LevelwiseResult(
         [state["H1"], state["H2"], state["H3"]],
         state["b"],
         {"level2": state["l2"], "level3": state["l3"]},
-        history,
-        changes,
+        *passes,
     )
 
 
 def kpca_kpca_lssvm(
-    K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, rng, n_threads, callback=None
+    K, Y, etas, lam, n_components, n_passes, phases, H2, H3, fit_intercept, rng, n_threads, callback=None, tol=1e-6
 ):
     """Eq. 4.11 level by level. K (N x N, float64) is scaled by 1/eta1 in place; H2, H3: initial values."""
     eta1, eta2, eta3 = etas
@@ -284,27 +320,59 @@ def kpca_kpca_lssvm(
     def step_3():
         state["H3"], state["b"] = linear_lssvm_level(state["H2"], eta3, lam, Y, fit_intercept)
 
-    history, changes = _run_passes(
-        {"L1": step_1, "L2": step_2, "L3": step_3}, state, objective, n_passes, phases, callback
+    passes = _run_passes(
+        {"L1": step_1, "L2": step_2, "L3": step_3},
+        state,
+        objective,
+        n_passes,
+        "forward_backward" if phases == "joint" else phases,
+        callback,
+        tol,
     )
     return LevelwiseResult(
         [state["H1"], state["H2"], state["H3"]],
         state["b"],
         {"level1": state["l1"], "level2": state["l2"]},
-        history,
-        changes,
+        *passes,
+        K1_H1=state["K1_H1"],
     )
 
 
-def _run_passes(steps, state, objective, n_passes, phases, callback):
-    """Run the level steps of n_passes passes (eq. 5.1: forward L1, L2, L3, then backward L2, L1).
+def refit_last_level(H1, H2, eigenvalues, K1_H1, etas, lam, Y, fit_intercept):
+    """Level 3 of eq. 4.11 re-solved on the features of the predictive model (eq. 4.9) at the training points.
 
-    Returns [(step, J_deep after it)] and, for each pass after the first, the largest relative change of the
-    unknowns H1, H2, H3 over that pass. A pass's forward L1 repeats the previous backward L1 on the same H2:
-    its result is reused rather than solved again.
+    The coupled H2 of the level-wise solution is not what eq. 4.9 computes at a training point: level 2's
+    fused term (1/eta3) H3 H3^T carries the targets into H2, and the coupling terms of eq. 4.10 are absent
+    out of sample. Regressing Y on H2 therefore gives a training fit that no input can reproduce (training
+    MSE near 0, predictions near a constant). Solving level 3 on F2 = eq. 4.9's Lambda2^-1 e2 at the training
+    points makes predict(X_train) the training-time output. Returns (H3, b, W3 = F2^T H3 / eta3, F2).
+    """
+    _, eta2, eta3 = etas
+    inverse1, inverse2 = (pseudo_inverse(w) for w in eigenvalues)
+    F2 = ((K1_H1 * inverse1) @ (H1.T @ H2) / eta2) * inverse2
+    H3, b = linear_lssvm_level(F2, eta3, lam, Y, fit_intercept)
+    return H3, b, F2.T @ H3 / eta3, F2
+
+
+def pseudo_inverse(eigenvalues):
+    """1 / lambda for the non-zero eigenvalues, 0 for the zero ones (their components are zero columns)."""
+    safe = np.where(eigenvalues > 0, eigenvalues, 1.0)
+    return np.where(eigenvalues > 0, 1.0 / safe, 0.0)
+
+
+def _run_passes(steps, state, objective, n_passes, phases, callback, tol):
+    """Run the level steps of at most n_passes passes (eq. 5.1: forward L1, L2, L3, then backward L2, L1).
+
+    Returns ([(step, J_deep after it)], the largest relative change of H1, H2, H3 over each pass after the
+    first, passes run, converged, cycle). The passes stop once a pass changes the unknowns by at most tol
+    (converged). A pass that changes them by more than tol while they are within tol of the state two passes
+    back is a period-2 cycle: the passes continue (the caller reports it), since more passes cannot settle it.
+    A pass's forward L1 repeats the previous backward L1 on the same H2: its result is reused rather than
+    solved again.
     """
     order = ("L1", "L2", "L3", "L2", "L1") if phases == "forward_backward" else ("L1", "L2", "L3")
-    history, changes, previous = [], [], None
+    history, changes, states = [], [], []
+    converged = cycle = False
     for _ in range(n_passes):
         for name in order:
             if not (history and history[-1][0] == name):
@@ -312,11 +380,21 @@ def _run_passes(steps, state, objective, n_passes, phases, callback):
             history.append((name, float(objective())))
             if callback is not None:
                 callback(name, history[-1][1])
-        current = [state[key].copy() for key in ("H1", "H2", "H3")]
-        if previous is not None:
-            changes.append(max(_relative_change(new, old) for new, old in zip(current, previous)))
-        previous = current
-    return history, changes
+        states.append([state[key].copy() for key in ("H1", "H2", "H3")])
+        if len(states) > 1:
+            changes.append(_state_change(states[-1], states[-2]))
+            converged = changes[-1] <= tol
+            if len(states) > 2 and not converged:
+                cycle = _state_change(states[-1], states[-3]) <= max(tol, 1e-3 * changes[-1])
+            if converged:
+                cycle = False
+                break
+        states = states[-3:]
+    return history, changes, len(changes) + 1, converged, cycle
+
+
+def _state_change(new, old):
+    return max(_relative_change(a, b) for a, b in zip(new, old))
 
 
 def _relative_change(new, old):

@@ -18,13 +18,11 @@ The readings of steps the paper leaves open are listed in the class docstring.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, _fit_context
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import ClassifierTags, RegressorTags, check_random_state
@@ -34,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rkm import _core
+from rkm._utils.calibration import fit_platt
 from rkm._utils.coding import CODINGS, class_codes, class_scores
 from rkm._utils.exceptions import DivergenceError
 from rkm._utils.optimize import minimize_objective
@@ -49,16 +48,19 @@ from rkm._utils.validation import (
     RANDOM_STATE,
     VERBOSE,
     check_int,
+    check_matrix,
     check_memory,
     check_positive,
     kernel_constraints,
 )
+from rkm._utils.warn import warn
 from rkm.deep import _levelwise, _primal
+from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import Kernel, kernel_matrix, kernel_product, kernel_spec, names_with
 
 ARCHITECTURES = ("lssvm_kpca_kpca", "kpca_kpca_lssvm")
 SOLVERS = ("levelwise", "reduced_set", "feedforward")
-PHASES = ("forward_backward", "forward")
+PHASES = ("joint", "forward_backward", "forward")
 TASKS = ("auto", "regression", "classification")
 INITS = ("zeros", "random")
 REGULARIZERS = ("H", "W")
@@ -66,7 +68,7 @@ OBJECTIVES = ("full", "level3")
 # Kernels of levels 2-3 of the reduced-set model: its gradient needs derivatives in both arguments.
 SMOOTH_KERNELS = names_with("layer_derivatives")
 
-__all__ = ["DeepRKM", "DivergenceError"]
+__all__ = ["DeepRKM", "DeepRKMClassifier", "DeepRKMRegressor", "DivergenceError"]
 
 
 class DeepRKM(BaseEstimator):
@@ -94,23 +96,39 @@ class DeepRKM(BaseEstimator):
         Polynomial kernel offset (all levels).
     lam : float, default=1.0
         The regression level's lambda (lam1 of eq. 4.18, lam3 of eqs. 4.11 and 5.3).
-    eta : float or sequence of three floats, default=(1.0, 1e-5, 1e-5)
+    eta : float or sequence of three floats, default=(1.0, 1.0, 1.0)
         eta1, eta2, eta3, or one value for all three levels. In eqs. 4.11 and 4.18, 1/eta2 and 1/eta3 weigh the
         linear kernels fused into levels 1 and 2 (the "kernel fusion" of §4.2); small values couple the levels
-        strongly. The default is the strong coupling of the paper's experiments (§6.2.2: 1/eta2 = 1/eta3 =
-        1e5), not the 1.0 of the shallow models: with weak coupling the deep RKM is its level-1 LS-SVM.
+        strongly. For "lssvm_kpca_kpca" with phases="joint" and s2 >= p, the solution's level 1 is the LS-SVM
+        with ridge lam + 1/eta2 (see phases), so the paper's strong coupling 1/eta2 = 1e5 (§6.2.1) makes it
+        nearly a constant; the default is the weak coupling of the shallow models.
     n_passes : int, default=10
-        solver="levelwise": passes of forward (and backward) level steps (eq. 5.1).
+        solver="levelwise": the most passes of forward (and backward) level steps (eq. 5.1); the passes stop
+        once one changes the hidden features by at most tol (relative).
     solver : {"levelwise", "reduced_set", "feedforward"}, default="levelwise"
         Level-wise solving (eqs. 4.11, 4.18), M1 (eqs. 5.2-5.4) or M2 (eqs. 5.5-5.6); the last two need
         architecture="kpca_kpca_lssvm".
-    phases : {"forward_backward", "forward"}, default="forward_backward"
-        A pass is forward (L1, L2, L3) then backward (L2, L1), or forward only.
+    phases : {"joint", "forward_backward", "forward"}, default="joint"
+        solver="levelwise". "joint": for "lssvm_kpca_kpca" with s2 >= p (outputs), the coupled equations 4.18
+        solved together: with linear levels 2-3, every solution has level 1 equal to the LS-SVM with lam + 1/eta2
+        along the singular directions of H1 that level 2 keeps and lam along the others; keeping its leading
+        components, level 2 keeps all of them, so H1 is one LS-SVM solve with lam + 1/eta2, and levels 2-3
+        follow (a few steps). The result satisfies eq. 4.18 and does not depend on n_passes. Otherwise
+        (s2 < p, or "kpca_kpca_lssvm") "joint" runs forward-backward passes. "forward_backward": each pass is
+        forward (L1, L2, L3) then backward (L2, L1), the heuristic of §5.1; "forward": forward only. With
+        strong coupling the passes of eq. 4.18 do not converge: each level-1 step makes H1 nearly orthogonal to
+        the H2 built from the previous H1, and the unknowns alternate between two states (a period-2 cycle,
+        neither a solution of eq. 4.18; an even number of passes ends within about 1e-6 of the plain LS-SVM).
+        A cycle or a pass limit reached unsettled raises a ConvergenceWarning.
     init : {"zeros", "random"}, default="zeros"
-        solver="levelwise": initial H2, H3. With zeros the first level-1 step of "lssvm_kpca_kpca" is the plain
-        LS-SVM; "random" draws orthonormal columns.
+        solver="levelwise" with passes: initial H2, H3. With zeros the first level-1 step of "lssvm_kpca_kpca"
+        is the plain LS-SVM; "random" draws orthonormal columns.
     task : {"auto", "regression", "classification"}, default="auto"
-        "auto": classification for integer, boolean or string labels, regression for float targets.
+        "auto" follows scikit-learn's ``type_of_target``: "binary" and "multiclass" targets (booleans, strings,
+        integers, and floats that are all integral, such as 0.0 ... 9.0) are classification, "continuous" ones
+        regression. Integer-valued regression targets therefore need task="regression", or
+        ``DeepRKMRegressor``; ``DeepRKMRegressor`` and ``DeepRKMClassifier`` fix the task and are what
+        scikit-learn's ``is_regressor`` / ``is_classifier`` recognize.
     coding : {"one_vs_all", "minimum_output"}, default="one_vs_all"
         Classification: the +-1 output code of the regression level (as LSSVMClassifier; §6.2.2 uses one
         output per class).
@@ -135,8 +153,8 @@ class DeepRKM(BaseEstimator):
     max_iter : int, default=400
         Primal solvers: L-BFGS iterations per initialization (the paper's fminunc limit).
     tol : float, default=1e-6
-        Primal solvers: L-BFGS gradient tolerance. Level-wise: a ConvergenceWarning is raised when the last
-        pass changes the hidden features by more than tol (relative).
+        Primal solvers: L-BFGS gradient tolerance. Level-wise: the passes stop once one changes the hidden
+        features by at most tol (relative); a ConvergenceWarning is raised when they do not.
     n_threads : int or None, default=None
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
     random_state : int, RandomState instance or None, default=None
@@ -163,11 +181,13 @@ class DeepRKM(BaseEstimator):
     objective_history_ : list of float
         objective after each level step (levelwise) or each L-BFGS iteration (primal, selected init).
     n_iter_ : int
-        Passes (levelwise) or L-BFGS iterations of the selected initialization.
-    pass_changes_ : ndarray of shape (n_passes - 1,)
-        "levelwise": the largest relative change of H1, H2, H3 over each pass after the first. The level-wise
-        iteration need not converge: with large 1/eta2 and s2 = p, each level-1 step makes H1 orthogonal to
-        the previous H1, and the unknowns alternate between two states from pass to pass.
+        Passes run (levelwise) or L-BFGS iterations of the selected initialization.
+    pass_changes_ : ndarray of shape (n_iter_ - 1,)
+        "levelwise": the largest relative change of H1, H2, H3 over each pass after the first.
+    converged_ : bool
+        "levelwise": whether the last pass changed the hidden features by at most tol.
+    cycle_ : bool
+        "levelwise": whether the passes alternate between two states (see phases).
     init_results_ : list of dict
         Primal solvers: per initialization, its objective, iterations, validation score and status.
     terms_ : ndarray of shape (3,)
@@ -192,7 +212,11 @@ class DeepRKM(BaseEstimator):
       of the level's input columns (in eq. 4.11's first pass, level 2 is then H1[:, :s2]).
     - eq. 4.9 out of sample: e1(x) = (1/eta1) sum_j h1_j K1(x_j, x), then linear levels 2-3 on Lambda^-1 e; on
       training points this differs from the coupled solution's h, since the coupling terms of eq. 4.10 are
-      absent out of sample.
+      absent out of sample. "kpca_kpca_lssvm" level-wise therefore re-solves level 3 after the passes on the
+      features F2 = Lambda2^-1 e2 that eq. 4.9 computes at the training points (H_[2] and intercept_ are that
+      solve's; W3 = F2^T H3 / eta3): regressing Y on the coupled H2, which level 2's fused term
+      (1/eta3) H3 H3^T fills with the targets, fitted the training set to ~0 while predicting a near-constant.
+      predict(X_train) is the training-time output F2 W3 + b.
     - primal solvers: the sums of eq. 5.3 run over all N training points (the reduced set only parametrizes
       W_l); H~, U, W ~ N(0, 0.1^2), biases 0, Lambda = I, Lambda bounded below by 1e-8 in L-BFGS-B; M2's
       activation is tanh; -c0 (Tr Lambda1 + Tr Lambda2) is added outside the stabilizing squares. A diverging
@@ -250,10 +274,10 @@ class DeepRKM(BaseEstimator):
         degree: float = 3,
         coef0: float = 1.0,
         lam: float = 1.0,
-        eta: float | Sequence[float] = (1.0, 1e-5, 1e-5),
+        eta: float | Sequence[float] = (1.0, 1.0, 1.0),
         n_passes: int = 10,
         solver: str = "levelwise",
-        phases: str = "forward_backward",
+        phases: str = "joint",
         init: str = "zeros",
         task: str = "auto",
         coding: str = "one_vs_all",
@@ -375,11 +399,10 @@ class DeepRKM(BaseEstimator):
     def _targets(self, X, y):
         """Validated X and the regression targets Y (N x p, float64): y itself or its +-1 class codes."""
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", multi_output=True, ensure_min_samples=2)
-        task = self.task
+        task = self._task_param()
         if task == "auto":
-            kind = type_of_target(y)
-            is_float = np.asarray(y).dtype.kind == "f"
-            task = "classification" if kind in ("binary", "multiclass") and not is_float else "regression"
+            # scikit-learn's rule: integral values (of any dtype), booleans and strings are class labels.
+            task = "classification" if type_of_target(y, input_name="y") in ("binary", "multiclass") else "regression"
         self.task_ = task
         if task == "regression":
             Y = np.asarray(y, dtype=np.float64)
@@ -463,6 +486,7 @@ class DeepRKM(BaseEstimator):
                 H3,
                 True,
                 callback=self._report_step,
+                tol=self.tol,
             )
             self.eigenvalues_ = [result.eigenvalues["level2"], result.eigenvalues["level3"]]
         else:
@@ -481,25 +505,41 @@ class DeepRKM(BaseEstimator):
                 rng,
                 self.n_threads,
                 callback=self._report_step,
+                tol=self.tol,
             )
             self.eigenvalues_ = [result.eigenvalues["level1"], result.eigenvalues["level2"]]
         self.H_ = result.H
         self.intercept_ = result.intercept
+        if self.architecture == "kpca_kpca_lssvm":
+            H1, H2, _ = result.H
+            H3, self.intercept_, self._W3, _ = _levelwise.refit_last_level(
+                H1, H2, self.eigenvalues_, result.K1_H1, self._etas, float(self.lam), Y, True
+            )
+            self.H_ = [H1, H2, H3]
         self.objective_history_ = [value for _, value in result.history]
         self.objective_ = self.objective_history_[-1]
-        self.n_iter_ = self.n_passes
+        self.n_iter_ = result.n_passes
         self.n_effective_components_ = tuple(int(np.count_nonzero(w)) for w in self.eigenvalues_)
         self.pass_changes_ = np.asarray(result.pass_changes)
-        self.X_fit_ = X
-        self._progress(f"{self.n_passes} passes: J_deep = {self.objective_:.6g}")
-        if self.pass_changes_.size and self.pass_changes_[-1] > self.tol:
-            warnings.warn(
-                f"DeepRKM: the level-wise iteration has not settled: the last pass changed the hidden features by "
-                f"{self.pass_changes_[-1]:.2g} (relative) > tol = {self.tol:g}, so the result depends on n_passes. "
-                "Strong coupling (large 1/eta2, 1/eta3) with s2 equal to the outputs' width often alternates "
-                "between two states from pass to pass; see pass_changes_",
+        self.converged_, self.cycle_ = result.converged, result.cycle
+        self.X_fit_ = check_matrix(X, "X", copy=True)
+        self._progress(f"{self.n_iter_} passes: J_deep = {self.objective_:.6g}")
+        if self.cycle_:
+            warn(
+                f"{type(self).__name__}: the level-wise passes alternate between two states (a period-2 cycle: "
+                f"each pass changes the hidden features by {self.pass_changes_[-1]:.2g} relative, two passes "
+                f"return them to within tol = {self.tol:g}), so the result depends on the parity of n_passes and "
+                "neither state solves the coupled equations. Strong coupling (large 1/eta2) makes each level-1 "
+                "step nearly orthogonal to the H2 built from the step before; use phases='joint' (the coupled "
+                "equations solved together) or weaker coupling (larger eta2)",
                 ConvergenceWarning,
-                stacklevel=4,
+            )
+        elif not self.converged_ and self.n_iter_ > 1:
+            warn(
+                f"{type(self).__name__}: the level-wise passes have not settled after n_passes = {self.n_passes}: "
+                f"the last pass changed the hidden features by {self.pass_changes_[-1]:.2g} (relative) > tol = "
+                f"{self.tol:g}, so the result depends on n_passes; see pass_changes_",
+                ConvergenceWarning,
             )
 
     def _report_step(self, step, value):
@@ -549,11 +589,10 @@ class DeepRKM(BaseEstimator):
         ]
         self._store_primal(best, X)
         if not best["converged"]:
-            warnings.warn(
-                f"DeepRKM: L-BFGS stopped after {best['n_iter']} iterations ({best['message']}); "
+            warn(
+                f"{type(self).__name__}: L-BFGS stopped after {best['n_iter']} iterations ({best['message']}); "
                 "increase max_iter or tol",
                 ConvergenceWarning,
-                stacklevel=4,
             )
 
     def _lbfgs_verbose(self):
@@ -742,9 +781,10 @@ class DeepRKM(BaseEstimator):
             return E1 + self.intercept_  # eq. 4.16
         # Eq. 4.9 with linear levels 2-3: e2 = (1/eta2) H2^T H1 Lambda1^-1 e1,
         # yhat = (1/eta3) H3^T H2 Lambda2^-1 e2 + b.
-        l1, l2 = (_pseudo_inverse(w) for w in self.eigenvalues_)
+        # Level 3 was solved on these features at the training points (refit_last_level): W3 = F2^T H3 / eta3.
+        l1, l2 = (_levelwise.pseudo_inverse(w) for w in self.eigenvalues_)
         E2 = (E1 * l1) @ (H1.T @ H2) / eta2
-        return (E2 * l2) @ (H2.T @ H3) / eta3 + self.intercept_
+        return (E2 * l2) @ self._W3 + self.intercept_
 
     def _labels(self, outputs):
         scores = class_scores(outputs, self.codes_, self.coding)
@@ -752,7 +792,11 @@ class DeepRKM(BaseEstimator):
         return self.classes_[indices]
 
     def _is_classifier(self):
-        return getattr(self, "task_", self.task) == "classification"
+        return getattr(self, "task_", self._task_param()) == "classification"
+
+    def _task_param(self):
+        """The task asked for: the ``task`` parameter here, fixed in DeepRKMRegressor and DeepRKMClassifier."""
+        return self.task
 
     @available_if(_is_classifier)
     def decision_function(self, X: ArrayLike) -> np.ndarray:
@@ -807,19 +851,251 @@ class DeepRKM(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # task="auto" decides at fit time; scikit-learn's tools see a classifier or regressor only when it is set.
-        if self.task == "classification":
+        task = self._task_param()
+        if task == "classification":
             tags.estimator_type, tags.classifier_tags = "classifier", ClassifierTags()
-        elif self.task == "regression":
+        elif task == "regression":
             tags.estimator_type, tags.regressor_tags = "regressor", RegressorTags()
         tags.target_tags.required = True
-        tags.target_tags.multi_output = self.task != "classification"
+        tags.target_tags.multi_output = task != "classification"
         return tags
 
 
-def _pseudo_inverse(eigenvalues):
-    """1 / lambda for the non-zero eigenvalues, 0 for the zero ones (their components are zero columns)."""
-    safe = np.where(eigenvalues > 0, eigenvalues, 1.0)
-    return np.where(eigenvalues > 0, 1.0 / safe, 0.0)
+class DeepRKMRegressor(RegressorMixin, DeepRKM):
+    """Deep RKM regression: DeepRKM with the targets always read as regression targets.
+
+    Takes DeepRKM's parameters except ``task`` and ``coding`` (see DeepRKM); scikit-learn's ``is_regressor``
+    recognizes it, and integer-valued targets (counts, ratings) stay regression targets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import DeepRKMRegressor
+    >>> X = np.linspace(-3, 3, 80)[:, None]
+    >>> y = np.round(3 * np.sin(X).ravel())  # integer-valued targets, still regression
+    >>> model = DeepRKMRegressor(gamma=1.0, lam=1e-3).fit(X, y)
+    >>> model.predict(X).shape
+    (80,)
+    """
+
+    _parameter_constraints: dict = {
+        k: v for k, v in DeepRKM._parameter_constraints.items() if k not in ("task", "coding")
+    }
+
+    def __init__(
+        self,
+        architecture: str = "lssvm_kpca_kpca",
+        *,
+        n_components: int | Sequence[int] = (1, 1),
+        kernel: str | Kernel | Sequence[str | Kernel] = "rbf",
+        gamma: float | None | Sequence[float | None] = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        lam: float = 1.0,
+        eta: float | Sequence[float] = (1.0, 1.0, 1.0),
+        n_passes: int = 10,
+        solver: str = "levelwise",
+        phases: str = "joint",
+        init: str = "zeros",
+        c_stab: float = 10.0,
+        c0: float = 0.0,
+        regularizer: str = "H",
+        objective: str = "full",
+        n_reduced: int = 20,
+        hidden_layer_sizes: int | Sequence[int] = (3, 3, 3),
+        toeplitz: bool = False,
+        n_init: int = 1,
+        max_iter: int = 400,
+        tol: float = 1e-6,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+    ) -> None:
+        self.architecture = architecture
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.eta = eta
+        self.n_passes = n_passes
+        self.solver = solver
+        self.phases = phases
+        self.init = init
+        self.c_stab = c_stab
+        self.c0 = c0
+        self.regularizer = regularizer
+        self.objective = objective
+        self.n_reduced = n_reduced
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.toeplitz = toeplitz
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _task_param(self):
+        return "regression"
+
+
+class DeepRKMClassifier(ClassifierMixin, DeepRKM):
+    """Deep RKM classification: DeepRKM with the targets always read as class labels (+-1 codes, eq. 3.22).
+
+    Takes DeepRKM's parameters except ``task`` (see DeepRKM), and ``probability``; scikit-learn's
+    ``is_classifier`` recognizes it, and float labels such as 0.0 ... 9.0 are classes.
+
+    Parameters
+    ----------
+    probability : bool, default=False
+        Fit class probabilities for ``predict_proba``: Platt scaling of ``decision_function`` with a 5-fold
+        internal cross-validation (stratified, not shuffled), as ``CalibratedClassifierCV(method="sigmoid",
+        ensemble=False)`` and ``SVC(probability=True)``; the fit then costs five more fits. Every class needs at
+        least 5 samples. ``predict`` is unchanged (the largest output, not the largest probability).
+
+    Attributes
+    ----------
+    calibrator_ : rkm._utils.calibration.PlattCalibration
+        With probability=True: the fitted sigmoids.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import DeepRKMClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(-2, 1, (30, 2)), rng.normal(2, 1, (30, 2))])
+    >>> y = np.repeat([0.0, 1.0], 30)  # float labels, still classes
+    >>> model = DeepRKMClassifier(gamma=0.5, lam=0.1, probability=True).fit(X, y)
+    >>> model.classes_
+    array([0., 1.])
+    >>> model.predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    _parameter_constraints: dict = {
+        **{k: v for k, v in DeepRKM._parameter_constraints.items() if k != "task"},
+        "probability": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        architecture: str = "lssvm_kpca_kpca",
+        *,
+        n_components: int | Sequence[int] = (1, 1),
+        kernel: str | Kernel | Sequence[str | Kernel] = "rbf",
+        gamma: float | None | Sequence[float | None] = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        lam: float = 1.0,
+        eta: float | Sequence[float] = (1.0, 1.0, 1.0),
+        n_passes: int = 10,
+        solver: str = "levelwise",
+        phases: str = "joint",
+        init: str = "zeros",
+        coding: str = "one_vs_all",
+        c_stab: float = 10.0,
+        c0: float = 0.0,
+        regularizer: str = "H",
+        objective: str = "full",
+        n_reduced: int = 20,
+        hidden_layer_sizes: int | Sequence[int] = (3, 3, 3),
+        toeplitz: bool = False,
+        n_init: int = 1,
+        max_iter: int = 400,
+        tol: float = 1e-6,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+        probability: bool = False,
+    ) -> None:
+        self.architecture = architecture
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.eta = eta
+        self.n_passes = n_passes
+        self.solver = solver
+        self.phases = phases
+        self.init = init
+        self.coding = coding
+        self.c_stab = c_stab
+        self.c0 = c0
+        self.regularizer = regularizer
+        self.objective = objective
+        self.n_reduced = n_reduced
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.toeplitz = toeplitz
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+        self.probability = probability
+
+    def _task_param(self):
+        return "classification"
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit the deep RKM classifier (DeepRKM.fit), then its Platt sigmoids with probability=True.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+        X_val, y_val : array-like or None, default=None
+            As DeepRKM.fit.
+
+        Returns
+        -------
+        self : DeepRKMClassifier
+        """
+        super().fit(X, y, X_val, y_val)
+        if self.probability:
+            base = clone(self).set_params(probability=False)
+            fit_params = {} if X_val is None and y_val is None else {"X_val": X_val, "y_val": y_val}
+            self.calibrator_ = fit_platt(base, X, y, cv=5, fit_params=fit_params)
+        return self
+
+    def _has_probability(self):
+        return self.probability
+
+    @available_if(_has_probability)
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
+        """Class probabilities by Platt scaling of decision_function (see ``probability``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        check_is_fitted(self, "calibrator_")
+        return self.calibrator_.predict_proba(self.decision_function(X))
+
+    @available_if(_has_probability)
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
+        """Logarithm of predict_proba.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
 
 def _per_level(value, name, n_levels):
