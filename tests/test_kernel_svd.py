@@ -36,7 +36,7 @@ def _numpy_svd(A):
 def test_linear_compatible_maps_reproduce_the_matrix_svd(rng, shape, dtype):
     A = rng.normal(size=shape)
     # phi(x) = C^T x, psi(z) = z with X = A, Z = A^T and C = pinv(A): the cross-Gram is A C A = A.
-    model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A.astype(dtype), A.T.astype(dtype))
+    model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A.astype(dtype), Z=A.T.astype(dtype))
     U, sigma, V = _numpy_svd(A)
     tol = RTOL[dtype]
     np.testing.assert_allclose(model.singular_values_, sigma, rtol=tol, atol=tol * sigma[0])
@@ -48,22 +48,22 @@ def test_linear_compatible_maps_reproduce_the_matrix_svd(rng, shape, dtype):
 
 def test_rank_deficient_matrix_keeps_its_rank(rng):
     A = rng.normal(size=(9, 3)) @ rng.normal(size=(3, 6))
-    model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, Z=A.T)
     U, sigma, V = _numpy_svd(A)
     assert model.singular_values_.shape == (3,)  # n_components=None: the numerical rank
     np.testing.assert_allclose(model.singular_values_, sigma[:3], rtol=1e-10)
     np.testing.assert_allclose(model.H_e_, U[:, :3], atol=1e-9)
     np.testing.assert_allclose(model.H_r_, V[:, :3], atol=1e-9)
     # Asking for more components than the rank gives zero singular values, whose hidden features are 0.
-    full = KernelSVD(5, kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    full = KernelSVD(5, kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, Z=A.T)
     assert np.all(full.singular_values_[3:] < 1e-12 * sigma[0])
     np.testing.assert_array_equal(full.transform(A)[:, 3:], 0.0)
 
 
 def test_eta_scales_lambda_only(rng):
     A = rng.normal(size=(7, 4))
-    plain = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
-    scaled = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A), eta=4.0).fit(A, A.T)
+    plain = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, Z=A.T)
+    scaled = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A), eta=4.0).fit(A, Z=A.T)
     np.testing.assert_allclose(scaled.eigenvalues_, plain.singular_values_ / 4.0, rtol=1e-12)
     np.testing.assert_allclose(scaled.singular_values_, plain.singular_values_, rtol=1e-12)
     np.testing.assert_allclose(scaled.H_e_, plain.H_e_, atol=1e-12)
@@ -79,7 +79,7 @@ def test_eta_scales_lambda_only(rng):
 def test_hidden_features_solve_eq_3_31(rng, kernel, params):
     X, Z = _sources(rng)
     eta = 2.5
-    model = KernelSVD(kernel=kernel, eta=eta, **params).fit(X, Z)
+    model = KernelSVD(kernel=kernel, eta=eta, **params).fit(X, Z=Z)
     G = pairwise_kernels(X, Z, metric="polynomial" if kernel == "poly" else kernel, **params)
     sigma = np.linalg.svd(G, compute_uv=False)
     s = model.singular_values_.size
@@ -105,8 +105,8 @@ def test_out_of_sample_encoding_is_eq_3_32(rng, kernel, params):
     X, Z = _sources(rng)
     eta = 1.7
     # 3 components: the cosine cross-Gram of 3-D sources has rank 3.
-    score = KernelSVD(3, kernel=kernel, eta=eta, scaling="score", **params).fit(X, Z)
-    hidden = KernelSVD(3, kernel=kernel, eta=eta, **params).fit(X, Z)
+    score = KernelSVD(3, kernel=kernel, eta=eta, scaling="score", **params).fit(X, Z=Z)
+    hidden = KernelSVD(3, kernel=kernel, eta=eta, **params).fit(X, Z=Z)
     metric = dict(metric="polynomial" if kernel == "poly" else kernel, **params)
     X_new, Z_new = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
     # e(x) = (1/eta) sum_j h_rj psi(z_j)^T phi(x), r(z) = (1/eta) sum_i h_ei phi(x_i)^T psi(z).
@@ -122,7 +122,7 @@ def test_out_of_sample_encoding_is_eq_3_32(rng, kernel, params):
     np.testing.assert_allclose(score.transform_z(Z), score.H_r_ * lam, atol=1e-10 * lam[0])
     np.testing.assert_allclose(hidden.transform(X), hidden.H_e_, atol=1e-9)
     np.testing.assert_allclose(hidden.transform_z(Z), hidden.H_r_, atol=1e-9)
-    np.testing.assert_allclose(hidden.fit_transform(X, Z), hidden.H_e_, atol=1e-12)
+    np.testing.assert_allclose(hidden.fit_transform(X, Z=Z), hidden.H_e_, atol=1e-12)
 
 
 def test_linear_primal_weights_equal_the_dual_model(rng):
@@ -130,7 +130,7 @@ def test_linear_primal_weights_equal_the_dual_model(rng):
     X, Z = rng.normal(size=(30, 4)), rng.normal(size=(25, 6))
     C = rng.normal(size=(4, 6))
     eta = 3.0
-    model = KernelSVD(4, kernel="linear", compatibility=C, eta=eta, scaling="score").fit(X, Z)  # X C Z^T: rank 4
+    model = KernelSVD(4, kernel="linear", compatibility=C, eta=eta, scaling="score").fit(X, Z=Z)  # X C Z^T: rank 4
     np.testing.assert_allclose(model.W_, Z.T @ model.H_r_ / eta, rtol=1e-12)
     np.testing.assert_allclose(model.V_, (X @ C).T @ model.H_e_ / eta, rtol=1e-12)
     X_new, Z_new = rng.normal(size=(6, 4)), rng.normal(size=(3, 6))
@@ -141,7 +141,7 @@ def test_linear_primal_weights_equal_the_dual_model(rng):
 
 def test_precomputed_cross_gram_equals_the_kernel(rng):
     X, Z = _sources(rng)
-    kernel = KernelSVD(5, kernel="rbf", gamma=0.3, eta=2.0).fit(X, Z)
+    kernel = KernelSVD(5, kernel="rbf", gamma=0.3, eta=2.0).fit(X, Z=Z)
     G = pairwise_kernels(X, Z, metric="rbf", gamma=0.3)
     pre = KernelSVD(5, kernel="precomputed", eta=2.0).fit(G)
     np.testing.assert_allclose(pre.singular_values_, kernel.singular_values_, rtol=1e-12)
@@ -177,8 +177,8 @@ def large_sources(rng):
 
 def test_arpack_matches_dense(large_sources, dtype):
     X, Z = (A.astype(dtype) for A in large_sources)
-    truncated = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z)
-    dense = KernelSVD(5, kernel="rbf", gamma=0.5, solver="dense").fit(X, Z)
+    truncated = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z=Z)
+    dense = KernelSVD(5, kernel="rbf", gamma=0.5, solver="dense").fit(X, Z=Z)
     assert truncated.solver_ == "arpack" and dense.solver_ == "dense"  # "auto": 5 of min(N, M) = 300
     assert truncated.n_iter_ > 1 and dense.n_iter_ == 1
     tol = RTOL[dtype]
@@ -187,7 +187,7 @@ def test_arpack_matches_dense(large_sources, dtype):
     np.testing.assert_allclose(truncated.H_e_, dense.H_e_, atol=20 * tol)
     np.testing.assert_allclose(truncated.H_r_, dense.H_r_, atol=20 * tol)
     assert truncated.H_e_.dtype == dtype
-    again = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z)
+    again = KernelSVD(5, kernel="rbf", gamma=0.5, random_state=0).fit(X, Z=Z)
     np.testing.assert_array_equal(again.H_e_, truncated.H_e_)  # seeded start vector: reproducible
 
 
@@ -201,8 +201,8 @@ def test_arpack_not_converged_warns_and_falls_back_to_dense(rng):
 
 def test_thread_counts_agree(large_sources):
     X, Z = large_sources
-    one = KernelSVD(4, kernel="rbf", gamma=0.5, n_threads=1, random_state=0).fit(X, Z)
-    two = KernelSVD(4, kernel="rbf", gamma=0.5, n_threads=2, random_state=0).fit(X, Z)
+    one = KernelSVD(4, kernel="rbf", gamma=0.5, n_threads=1, random_state=0).fit(X, Z=Z)
+    two = KernelSVD(4, kernel="rbf", gamma=0.5, n_threads=2, random_state=0).fit(X, Z=Z)
     np.testing.assert_allclose(two.singular_values_, one.singular_values_, rtol=1e-12)
     np.testing.assert_allclose(two.transform(X[:20]), one.transform(X[:20]), atol=1e-10)
     np.testing.assert_allclose(two.transform_z(Z[:20]), one.transform_z(Z[:20]), atol=1e-10)
@@ -210,24 +210,24 @@ def test_thread_counts_agree(large_sources):
 
 def test_verbose_reports_the_solver_and_the_svd_time(large_sources, capsys):
     X, Z = large_sources
-    model = KernelSVD(5, gamma=0.5, random_state=0, verbose=1).fit(X, Z)
+    model = KernelSVD(5, gamma=0.5, random_state=0, verbose=1).fit(X, Z=Z)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all(line.startswith("KernelSVD [") for line in lines)
     assert lines[0].endswith("solver 'arpack' for a 400 x 300 cross-Gram matrix (float64)")
     assert re.search(rf"arpack SVD in \d+\.\d\d s \({model.n_iter_} products with G\^T G\)$", lines[1])
-    KernelSVD(5, gamma=0.5, random_state=0).fit(X, Z)
+    KernelSVD(5, gamma=0.5, random_state=0).fit(X, Z=Z)
     assert capsys.readouterr().out == ""
 
 
 def test_float32_model_and_mixed_inputs(rng):
     X, Z = _sources(rng)
-    m64 = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X, Z)
-    m32 = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X.astype(np.float32), Z.astype(np.float32))
+    m64 = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X, Z=Z)
+    m32 = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X.astype(np.float32), Z=Z.astype(np.float32))
     assert m32.H_e_.dtype == m32.transform(X.astype(np.float32)).dtype == np.float32
     assert m32.transform(X).dtype == np.float64  # float32 only when both the model and the input are
     np.testing.assert_allclose(m32.singular_values_, m64.singular_values_, rtol=1e-5)
     np.testing.assert_allclose(m32.transform_z(Z), m64.transform_z(Z), atol=1e-4)
-    mixed = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X.astype(np.float32), Z)  # common dtype: float64
+    mixed = KernelSVD(3, kernel="rbf", gamma=0.3).fit(X.astype(np.float32), Z=Z)  # common dtype: float64
     assert mixed.H_e_.dtype == np.float64
 
 
@@ -245,7 +245,7 @@ def test_cross_gram_that_cannot_fit_is_refused_before_allocating(rng, monkeypatc
     with pytest.raises(
         MemoryError, match=r"X: a kernel SVD fit of a 300 x 200 cross-Gram matrix \(dense SVD, float64\)"
     ):
-        KernelSVD(kernel="rbf").fit(X, Z)
+        KernelSVD(kernel="rbf").fit(X, Z=Z)
 
 
 def _bad_parameter_cases():
@@ -286,7 +286,7 @@ def _bad_parameter_cases():
 def test_bad_parameters_name_the_argument(rng, params, match):
     X, Z = _sources(rng)
     with pytest.raises(ValueError, match=match):
-        KernelSVD(**params).fit(X, Z)
+        KernelSVD(**params).fit(X, Z=Z)
 
 
 def test_bad_sources_name_the_argument(rng):
@@ -294,20 +294,20 @@ def test_bad_sources_name_the_argument(rng):
     X_nan, Z_inf = X.copy(), Z.copy()
     X_nan[0, 0], Z_inf[1, 1] = np.nan, np.inf
     with pytest.raises(ValueError, match="X contains NaN"):
-        KernelSVD().fit(X_nan, Z)
+        KernelSVD().fit(X_nan, Z=Z)
     with pytest.raises(ValueError, match="Z contains infinity"):
-        KernelSVD().fit(X, Z_inf)
+        KernelSVD().fit(X, Z=Z_inf)
     with pytest.raises(ValueError, match="Z: has 2 features but X has 3; kernel 'rbf' compares"):
-        KernelSVD(kernel="rbf").fit(X, Z[:, :2])
+        KernelSVD(kernel="rbf").fit(X, Z=Z[:, :2])
     with pytest.raises(
         ValueError, match=r"Z: has 2 features but X has 3; give a compatibility matrix C of shape \(3, 2\)"
     ):
-        KernelSVD(kernel="linear").fit(X, Z[:, :2])
+        KernelSVD(kernel="linear").fit(X, Z=Z[:, :2])
     with pytest.raises(ValueError, match="Expected 2D array"):
-        KernelSVD().fit(X, Z[:, 0])
+        KernelSVD().fit(X, Z=Z[:, 0])
     with pytest.raises(ValueError, match="Z: must be None with kernel='precomputed'"):
-        KernelSVD(kernel="precomputed").fit(X @ Z.T, Z)
-    model = KernelSVD(kernel="rbf").fit(X, Z)
+        KernelSVD(kernel="precomputed").fit(X @ Z.T, Z=Z)
+    model = KernelSVD(kernel="rbf").fit(X, Z=Z)
     with pytest.raises(ValueError, match="X has 2 features, but KernelSVD is expecting 3"):
         model.transform(X[:, :2])
     with pytest.raises(ValueError, match="Z: has 2 columns, but KernelSVD was fitted with features: 3"):
@@ -316,3 +316,79 @@ def test_bad_sources_name_the_argument(rng):
         model.transform_z(np.full((2, 3), np.nan))
     with pytest.raises(NotFittedError):
         KernelSVD().transform_z(Z)
+
+
+# ---------------------------------------------------------------- scikit-learn contract: y, Z by keyword
+
+
+def test_fit_ignores_y_and_takes_the_second_source_by_keyword(rng):
+    X, Z = _sources(rng)
+    y = rng.normal(size=X.shape[0])
+    two = KernelSVD(3, gamma=0.5).fit(X, Z=Z)
+    with_y = KernelSVD(3, gamma=0.5).fit(X, y, Z=Z)
+    np.testing.assert_array_equal(two.H_e_, with_y.H_e_)
+    one = KernelSVD(3, gamma=0.5).fit(X, y)  # y ignored: the one-source model
+    np.testing.assert_allclose(one.H_e_, KernelSVD(3, gamma=0.5).fit(X).H_e_, atol=0)
+    assert one.H_r_.shape[0] == X.shape[0]
+    np.testing.assert_allclose(
+        KernelSVD(3, gamma=0.5).fit_transform(X, y, Z=Z), two.transform(X), rtol=1e-9, atol=1e-12
+    )
+
+
+def test_kernel_svd_in_a_pipeline(rng):
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+
+    X = rng.normal(size=(60, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+    pipe = make_pipeline(KernelSVD(3, kernel="rbf"), Ridge()).fit(X, y)
+    features = KernelSVD(3, kernel="rbf").fit(X).transform(X)
+    np.testing.assert_allclose(pipe.predict(X), Ridge().fit(features, y).predict(features), rtol=1e-10)
+    assert np.all(np.isfinite(cross_val_score(make_pipeline(KernelSVD(3), Ridge()), X, y, cv=3)))
+
+
+# ---------------------------------------------------------------- callable kernels, sparse sources, copies
+
+
+def test_callable_kernel_equals_the_named_kernel(rng):
+    X, Z = _sources(rng)
+    named = KernelSVD(4, kernel="rbf", gamma=0.3, eta=2.0).fit(X, Z=Z)
+    func = KernelSVD(4, kernel=lambda A, B: pairwise_kernels(A, B, metric="rbf", gamma=0.3), eta=2.0).fit(X, Z=Z)
+    np.testing.assert_allclose(func.singular_values_, named.singular_values_, rtol=1e-12)
+    np.testing.assert_allclose(func.transform(X[:7]), named.transform(X[:7]), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(func.transform_z(Z[:7]), named.transform_z(Z[:7]), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel, params", [("linear", {}), ("tanimoto", {}), ("rbf", dict(gamma=0.5))])
+def test_sparse_sources_equal_dense(rng, kernel, params):
+    import scipy.sparse as sp
+
+    X = rng.random((40, 20)) * (rng.random((40, 20)) < 0.3)
+    Z = rng.random((30, 20)) * (rng.random((30, 20)) < 0.3)
+    dense = KernelSVD(4, kernel=kernel, **params).fit(X, Z=Z)
+    sparse = KernelSVD(4, kernel=kernel, **params).fit(sp.csr_matrix(X), Z=sp.csc_matrix(Z))
+    np.testing.assert_allclose(sparse.singular_values_, dense.singular_values_, rtol=1e-12)
+    np.testing.assert_allclose(sparse.transform(sp.csr_matrix(X[:5])), dense.transform(X[:5]), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sparse.transform(X[:5]), dense.transform(X[:5]), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        sparse.transform_z(sp.csr_matrix(Z[:5])), dense.transform_z(Z[:5]), rtol=1e-9, atol=1e-12
+    )
+
+
+def test_sparse_precomputed_is_refused(rng):
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        KernelSVD(kernel="precomputed").fit(sp.csr_matrix(np.eye(4)))
+
+
+def test_training_sources_are_copied(rng):
+    X, Z = _sources(rng)
+    model = KernelSVD(3, gamma=0.5).fit(X, Z=Z)
+    assert model.X_fit_ is not X and model.Z_fit_ is not Z
+    before = model.transform(X[:5].copy())
+    X_new = X[:5].copy()
+    X[:] = 0.0
+    Z[:] = 0.0
+    np.testing.assert_array_equal(model.transform(X_new), before)

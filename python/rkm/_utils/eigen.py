@@ -4,14 +4,14 @@ of a computed spectrum (positive semi-definiteness, rounding level, convergence)
 import functools
 import os
 import time
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
 from sklearn.utils import check_random_state
 
 from rkm import _core
 from rkm._utils.threads import blas_threads, thread_count
+from rkm._utils.warn import warn
+from rkm.exceptions import ConvergenceWarning, PerformanceWarning, PositiveSpectrumWarning, PrecisionWarning
 
 # Allowance for the interpreter's and NumPy's transient allocations during a fit, beyond the arrays counted.
 MEMORY_SLACK_BYTES = 128 * 2**20
@@ -32,8 +32,9 @@ def numerically_positive(eigenvalues, dtype):
     return np.where(eigenvalues > largest * ratio, eigenvalues, 0.0)
 
 
-def check_symmetric(K):
-    """Raise unless the square K is symmetric to rounding; return max |K|.
+def check_symmetric(K, what="X: a precomputed kernel"):
+    """Raise unless the square K is symmetric to rounding; return max |K|. `what` names the matrix in the
+    error (the argument first).
 
     The Krylov solver reads one triangle and the centring the whole matrix, so an asymmetric Gram matrix
     would be decomposed inconsistently. Walked in blocks of rows so no second N x N array is made.
@@ -45,7 +46,7 @@ def check_symmetric(K):
         asymmetry = max(asymmetry, float(np.abs(rows - K[:, start : start + 1024].T).max()))
     if asymmetry > np.sqrt(np.finfo(K.dtype).eps) * scale:
         raise ValueError(
-            f"X: a precomputed kernel must be symmetric, but max |K - K^T| = {asymmetry:.3g} "
+            f"{what} must be symmetric, but max |K - K^T| = {asymmetry:.3g} "
             f"({asymmetry / scale:.2g} of max |K|); symmetrize it, e.g. (K + K.T) / 2"
         )
     return scale
@@ -56,21 +57,20 @@ def rounding_level(n_samples, scale, dtype):
     return n_samples * np.finfo(dtype).eps * scale
 
 
-def warn_if_below_precision(largest, rounding, dtype):
-    """Warn when the centred kernel's spectrum is no larger than the rounding of its entries."""
+def warn_if_below_precision(largest, rounding, dtype, model="KernelPCA"):
+    """Warn (PrecisionWarning) when the centred kernel's spectrum is no larger than the rounding of its entries."""
     if largest > 10 * rounding:
         return
     advice = "use float64 input" if dtype == np.float32 else "rescale the kernel (e.g. a larger gamma)"
-    warnings.warn(
-        f"KernelPCA: the largest eigenvalue of the centred kernel ({largest:.3g}) is within a factor 10 of the "
+    warn(
+        f"{model}: the largest eigenvalue of the centred kernel ({largest:.3g}) is within a factor 10 of the "
         f"{np.dtype(dtype).name} rounding error of the kernel matrix ({rounding:.3g}): the kernel barely varies "
         f"across the data (a very small gamma?) and its components are mostly rounding; {advice}",
-        RuntimeWarning,
-        stacklevel=3,
+        PrecisionWarning,
     )
 
 
-def check_positive_spectrum(w, rounding, dtype):
+def check_positive_spectrum(w, rounding, dtype, model="KernelPCA"):
     """Reject an indefinite kernel as scikit-learn does; zero small negative eigenvalues with a warning.
 
     Negative eigenvalues below the matrix's rounding level are noise. Beyond it, one more negative than
@@ -90,10 +90,8 @@ def check_positive_spectrum(w, rounding, dtype):
             "needs a PSD kernel (check a precomputed Gram matrix, or the poly kernel's gamma and coef0)"
         )
     if worst > (1e-10 if double else 1e-6):
-        warnings.warn(
-            f"KernelPCA: {summary} ({worst / largest:.2g} of the largest); they are set to zero",
-            PositiveSpectrumWarning,
-            stacklevel=3,
+        warn(
+            f"{model}: {summary} ({worst / largest:.2g} of the largest); they are set to zero", PositiveSpectrumWarning
         )
 
 
@@ -109,14 +107,14 @@ def dense_seconds_per_cube(n_threads):
         return (time.perf_counter() - start) / n**3
 
 
-def warn_slow_dense(n_samples, n_components, n_threads):
+def warn_slow_dense(n_samples, n_components, n_threads, model="KernelPCA"):
+    """Warn (PerformanceWarning) that a full dense eigendecomposition of n_samples rows will be slow."""
     minutes = dense_seconds_per_cube(n_threads) * n_samples**3 / 60
-    warnings.warn(
-        f"KernelPCA: solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
+    warn(
+        f"{model}: solver='dense' decomposes the whole {n_samples} x {n_samples} matrix, about "
         f"{minutes:.0f} min here (scaled from a 600-sample run), and LAPACK cannot be interrupted by Ctrl-C once "
         f"it runs; solver='krylov' finds the {n_components} leading components far faster",
-        RuntimeWarning,
-        stacklevel=3,
+        PerformanceWarning,
     )
 
 
@@ -196,7 +194,9 @@ def finite_or_raise(values, method):
     return values
 
 
-def warn_not_converged(residuals, n_iter, max_iter, tol, dtype, model="KernelPCA", stacklevel=4):
+def warn_not_converged(residuals, n_iter, max_iter, tol, dtype, model="KernelPCA", stacklevel=None):
+    """Warn (rkm's ConvergenceWarning, attributed to the user's line) that the Krylov solver stopped short of
+    tol. `stacklevel` is accepted for older callers and ignored: the level is computed."""
     tol = f"tol {tol:g}" if tol is not None else "the default tol"
     if n_iter < max_iter:
         advice = "use float64 or a larger tol" if dtype == np.float32 else "use a larger tol"
@@ -209,7 +209,7 @@ def warn_not_converged(residuals, n_iter, max_iter, tol, dtype, model="KernelPCA
             f"reached max_iter = {max_iter} block products with relative residuals up to {residuals.max():.2e} "
             f"({tol}); increase max_iter"
         )
-    warnings.warn(f"{model}: the Krylov eigensolver {reason}", ConvergenceWarning, stacklevel=stacklevel)
+    warn(f"{model}: the Krylov eigensolver {reason}", ConvergenceWarning)
 
 
 def prefer_dense(n, n_components):
@@ -252,7 +252,7 @@ def leading_eigenpairs(
     with blas_threads(blas):
         w, V, residuals, n_iter, converged = _core.top_eigsh(A, n_components, start, tol, max_iter, n_threads)
     if not converged:
-        warn_not_converged(residuals, n_iter, max_iter, tol, A.dtype, model, stacklevel=6)
+        warn_not_converged(residuals, n_iter, max_iter, tol, A.dtype, model)
     return w, V, residuals, n_iter
 
 

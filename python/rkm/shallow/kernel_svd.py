@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import time
-import warnings
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, svds
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -31,7 +30,10 @@ from rkm._utils.validation import (
     check_matrix,
     check_memory,
     kernel_constraints,
+    kernel_name_options,
 )
+from rkm._utils.warn import warn
+from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import Kernel, kernel_matrix, kernel_product, model_kernel_spec
 
 # Below this many singular values (min(n_x, n_z)) a full LAPACK SVD is as fast as ARPACK.
@@ -82,15 +84,23 @@ class KernelSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     (Suykens 2016; eq. 2.18). The other kernels of :mod:`rkm.kernels` take phi = psi, the feature map of
     k, between sources of the same dimension: G = [k(x_i, z_j)]. ``"precomputed"`` takes G itself.
 
+    The second source is a keyword argument, ``fit(X, Z=Z)``: fit's second positional argument is
+    scikit-learn's ``y``, which the model ignores, so that KernelSVD works as a transformer in a
+    ``Pipeline`` (the one-source model Z = X). Both sources may be scipy.sparse CSR/CSC matrices (for
+    every named kernel and a callable; the cross-Gram matrix is formed through sparse products); they are
+    copied when the model keeps them.
+
     Parameters
     ----------
     n_components : int, default=None
         Number of singular triplets s, at most min(N, M). None keeps every singular value above the
         rounding level max(N, M) eps sigma_1 (the numerical rank of G, as ``numpy.linalg.matrix_rank``);
         singular values below it count as 0, and their hidden features are 0.
-    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel, \
-default="rbf"
-        Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted. "precomputed": ``fit`` takes the
+    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"}, Kernel or \
+callable, default="rbf"
+        Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted. A callable is called as
+        ``kernel(X, Z)`` and returns the cross-Gram matrix G (N x M), as :func:`rkm.kernels.kernel_matrix`
+        documents (scikit-learn's SVC convention); the model then keeps both sources for the dual encoders. "precomputed": ``fit`` takes the
         cross-Gram G (N x M) as X, ``transform`` the kernel rows [phi(x)^T psi(z_j)] (n x M) and
         ``transform_z`` the rows [phi(x_i)^T psi(z)] (n x N). The SVD of a matrix A (eq. 2.18) is
         ``kernel="linear"`` with a compatibility matrix.
@@ -152,25 +162,31 @@ default="rbf"
         V = (1/eta) sum_i phi(x_i) h_ei^T; e(x) = W^T C^T x and r(z) = V^T z (the primal model of eq. 3.32).
     compatibility_ : ndarray of shape (d_x, d_z) or None
         kernel="linear" only: the compatibility matrix C used.
-    X_fit_, Z_fit_ : ndarray
-        The training sources (kernels other than linear and precomputed), for the dual model of eq. 3.32.
+    X_fit_, Z_fit_ : ndarray or sparse matrix
+        Copies of the training sources (kernels other than linear and precomputed), for the dual model of
+        eq. 3.32.
 
     Examples
     --------
     >>> import numpy as np
     >>> from rkm import KernelSVD
     >>> A = np.random.default_rng(0).standard_normal((6, 4))
-    >>> model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, A.T)
+    >>> model = KernelSVD(kernel="linear", compatibility=np.linalg.pinv(A)).fit(A, Z=A.T)
     >>> bool(np.allclose(model.singular_values_, np.linalg.svd(A, compute_uv=False)))
     True
     >>> X, Z = np.random.default_rng(1).standard_normal((2, 50, 3))
-    >>> KernelSVD(2, gamma=0.5).fit(X, Z).transform(X).shape
+    >>> KernelSVD(2, gamma=0.5).fit(X, Z=Z).transform(X).shape
     (50, 2)
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn.pipeline import make_pipeline
+    >>> make_pipeline(KernelSVD(3, gamma=0.5), Ridge()).fit(X, Z[:, 0]).predict(X).shape
+    (50,)
     """
 
     _parameter_constraints: dict = {
         "n_components": [None, *COUNT],
         **kernel_constraints(precomputed=True),
+        "kernel": [kernel_name_options(precomputed=True), callable],
         "compatibility": ["array-like", None],
         "eta": POSITIVE,
         "solver": [StrOptions({"auto", "dense", "arpack"})],
@@ -186,7 +202,7 @@ default="rbf"
         self,
         n_components: int | None = None,
         *,
-        kernel: str | Kernel = "rbf",
+        kernel: str | Kernel | Callable = "rbf",
         gamma: float | None = None,
         degree: float = 3,
         coef0: float = 1.0,
@@ -225,7 +241,7 @@ default="rbf"
         """The rules that need the data: the compatibility matrix against the two sources (given X, Z of
         n_x x d_x and n_z x d_z; d_x = d_z = None for a precomputed cross-Gram), n_components against
         min(n_x, n_z), and ARPACK's truncation."""
-        if d_x is not None and name != "linear":
+        if d_x is not None and not (isinstance(name, str) and name == "linear"):
             if self.compatibility is not None:
                 raise ValueError(f"compatibility: only for kernel='linear', got kernel={self.kernel!r}")
             if d_x != d_z:
@@ -248,8 +264,9 @@ default="rbf"
                 f"got {self.n_components}"
             )
         if self.solver == "arpack" and (self.n_components is None or self.n_components >= rank):
+            one = " (one sample: no truncated SVD exists)" if rank == 1 else ""
             raise ValueError(
-                f"solver: 'arpack' needs n_components < min(n_samples of X, n_samples of Z) = {rank}, "
+                f"solver: 'arpack' needs n_components < min(n_samples of X, n_samples of Z) = {rank}{one}, "
                 f"got n_components={self.n_components!r}; use solver='dense'"
             )
 
@@ -263,22 +280,35 @@ default="rbf"
     def _compatibility_matrix(self, name, dtype):
         """The compatibility matrix C in the sources' dtype (None: the identity), checked by
         ``_check_params_vs_input``."""
-        if name != "linear" or self.compatibility is None:
+        if not (isinstance(name, str) and name == "linear") or self.compatibility is None:
             return None
         return check_matrix(self.compatibility, "compatibility").astype(dtype, copy=False)
 
     # ------------------------------------------------------------------ fitting
 
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
     def _validate_sources(self, X, Z):
-        """(X, Z, kernel spec): the two sources in one float dtype, or X = G and Z = None when precomputed."""
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=1)
+        """(X, Z, kernel spec): the two sources in one float dtype, or X = G and Z = None when precomputed.
+        Sources that the model may keep are copied (a precomputed G is not kept)."""
+        precomputed = self._precomputed()
+        X = validate_data(
+            self,
+            X,
+            dtype=list(FLOAT_DTYPES),
+            order="C",
+            ensure_min_samples=1,
+            accept_sparse=False if precomputed else ("csr", "csc"),
+            copy=not precomputed,
+        )
         spec = self._kernel_spec(X.shape[1])
         if spec[0] == "precomputed":
             if Z is not None:
                 raise ValueError("Z: must be None with kernel='precomputed' (X is the cross-Gram matrix)")
             self.n_features_z_in_ = X.shape[0]
             return X, None, spec
-        Z = X if Z is None else check_matrix(Z, "Z")
+        Z = X if Z is None else self._check_z(Z, copy=True)
         dtype = np.result_type(X.dtype, Z.dtype)
         X, Z = X.astype(dtype, copy=False), Z.astype(dtype, copy=False)
         self.n_features_z_in_ = Z.shape[1]
@@ -290,6 +320,13 @@ default="rbf"
             return X
         with blas_threads(thread_count(self.n_threads)):
             return X @ self.compatibility_
+
+    @staticmethod
+    def _check_z(Z, copy=False):
+        """The second source: 2-D, finite, float32/float64, dense or CSR/CSC."""
+        return check_array(
+            Z, accept_sparse=("csr", "csc"), dtype=list(FLOAT_DTYPES), order="C", copy=copy, input_name="Z"
+        )
 
     def _dense_svd(self, G, overwrite):
         """All singular triplets by LAPACK. G^T is Fortran-ordered, so LAPACK decomposes it in place when G
@@ -331,11 +368,10 @@ default="rbf"
             try:
                 return self._arpack_svd(G, n_components)
             except ArpackNoConvergence:
-                warnings.warn(
+                warn(
                     f"KernelSVD: ARPACK did not converge within max_iter={self.max_iter} restarts; "
                     "falling back to the dense SVD",
                     ConvergenceWarning,
-                    stacklevel=3,
                 )
                 self.solver_ = "dense"
         return self._dense_svd(G, overwrite)
@@ -366,24 +402,26 @@ default="rbf"
         for attribute in ("W_", "V_", "X_fit_", "Z_fit_"):
             if hasattr(self, attribute):
                 delattr(self, attribute)
-        if name == "linear":
+        if isinstance(name, str) and name == "linear":
             with blas_threads(thread_count(self.n_threads)):
-                self.W_ = (Z.T @ self.H_r_) / self.eta
-                self.V_ = (X_phi.T @ self.H_e_) / self.eta
-        elif name != "precomputed":
+                self.W_ = np.asarray(Z.T @ self.H_r_) / self.eta
+                self.V_ = np.asarray(X_phi.T @ self.H_e_) / self.eta
+        elif not (isinstance(name, str) and name == "precomputed"):
             self.X_fit_, self.Z_fit_ = X_phi, Z
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, Z: ArrayLike | None = None) -> KernelSVD:
+    def fit(self, X: ArrayLike, y: None = None, *, Z: ArrayLike | None = None) -> KernelSVD:
         """Fit the model to the two sources (Suykens 2017 eq. 3.31).
 
         Parameters
         ----------
-        X : array-like of shape (N, d_x)
-            The first source x_1..x_N; for kernel="precomputed" the cross-Gram G (N x M).
-        Z : array-like of shape (M, d_z), default=None
-            The second source z_1..z_M. None: Z = X, one source: the symmetric case, where the model is the
-            uncentred kernel PCA of X (section 2.2.2). Must be None for kernel="precomputed".
+        X : {array-like, sparse matrix} of shape (N, d_x)
+            The first source x_1..x_N; for kernel="precomputed" the cross-Gram G (N x M) (dense).
+        y : ignored
+            scikit-learn's target, so that the model fits in a Pipeline. The second source is ``Z``.
+        Z : {array-like, sparse matrix} of shape (M, d_z), default=None
+            Keyword-only: the second source z_1..z_M. None: Z = X, one source: the symmetric case, where the
+            model is the uncentred kernel PCA of X (section 2.2.2). Must be None for kernel="precomputed".
 
         Returns
         -------
@@ -410,7 +448,7 @@ default="rbf"
         if name == "precomputed":
             G = X_phi = X
         else:
-            X_phi = self._mapped_x(X) if name == "linear" else X
+            X_phi = self._mapped_x(X) if isinstance(name, str) and name == "linear" else X
             G = kernel_matrix(X_phi, Z, *spec, n_threads=self.n_threads)
         started = time.perf_counter()
         U, sigma, V, self.n_iter_ = self._svd(G, self.n_components, overwrite=name != "precomputed")
@@ -434,9 +472,9 @@ default="rbf"
         return eigen.finite_or_raise(hidden, "transform")
 
     def _validate_z(self, Z):
-        Z = check_matrix(Z, "Z")
+        Z = check_matrix(Z, "Z") if self._precomputed() else self._check_z(Z)
         if Z.shape[1] != self.n_features_z_in_:
-            what = "kernel rows of length" if self.kernel == "precomputed" else "features:"
+            what = "kernel rows of length" if self._precomputed() else "features:"
             raise ValueError(
                 f"Z: has {Z.shape[1]} columns, but KernelSVD was fitted with {what} {self.n_features_z_in_}"
             )
@@ -445,22 +483,22 @@ default="rbf"
     def _scores_x(self, X):
         """e(x) = (1/eta) sum_j h_rj psi(z_j)^T phi(x) (eq. 3.32)."""
         name, gamma, degree, coef0 = self._kernel_spec(self.n_features_in_)
-        if name == "precomputed":
+        if self._precomputed():
             return (X @ self.H_r_) / self.eta
-        if name == "linear":  # the primal model e = W^T phi(x) with phi(x) = C^T x
+        if isinstance(name, str) and name == "linear":  # the primal model e = W^T phi(x) with phi(x) = C^T x
             with blas_threads(thread_count(self.n_threads)):
-                return self._mapped_x(X) @ self.W_
+                return np.asarray(self._mapped_x(X) @ self.W_)
         product = kernel_product(X, self.Z_fit_, self.H_r_, name, gamma, degree, coef0, n_threads=self.n_threads)
         return product / self.eta
 
     def _scores_z(self, Z):
         """r(z) = (1/eta) sum_i h_ei phi(x_i)^T psi(z) (eq. 3.32)."""
         name, gamma, degree, coef0 = self._kernel_spec(self.n_features_in_)
-        if name == "precomputed":
+        if self._precomputed():
             return (Z @ self.H_e_) / self.eta
-        if name == "linear":  # the primal model r = V^T psi(z) with psi(z) = z
+        if isinstance(name, str) and name == "linear":  # the primal model r = V^T psi(z) with psi(z) = z
             with blas_threads(thread_count(self.n_threads)):
-                return Z @ self.V_
+                return np.asarray(Z @ self.V_)
         product = kernel_product(Z, self.X_fit_, self.H_e_, name, gamma, degree, coef0, n_threads=self.n_threads)
         return product / self.eta
 
@@ -474,7 +512,7 @@ default="rbf"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, d_x)
+        X : {array-like, sparse matrix} of shape (n_samples, d_x)
             For kernel="precomputed": the kernel rows [phi(x)^T psi(z_j)] of shape (n_samples, M).
 
         Returns
@@ -482,7 +520,8 @@ default="rbf"
         ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        sparse = False if self._precomputed() else ("csr", "csc")
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False, accept_sparse=sparse)
         return self._encode(X, self._scores_x)
 
     def transform_z(self, Z: ArrayLike) -> np.ndarray:
@@ -501,12 +540,13 @@ default="rbf"
         return self._encode(self._validate_z(Z), self._scores_z)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit_transform(self, X: ArrayLike, Z: ArrayLike | None = None) -> np.ndarray:
+    def fit_transform(self, X: ArrayLike, y: None = None, *, Z: ArrayLike | None = None) -> np.ndarray:
         """Fit and return the hidden features of the first source (``H_e_``, scaled per ``scaling``).
 
-        Equal to ``fit(X, Z).transform(X)`` up to rounding; components with lambda = 0 give 0 there.
+        Equal to ``fit(X, Z=Z).transform(X)`` up to rounding; components with lambda = 0 give 0 there. y is
+        ignored (scikit-learn's target, as in ``fit``).
         """
-        self.fit(X, Z)
+        self.fit(X, Z=Z)
         return self._to_output(self.H_e_ * self.eigenvalues_)
 
     def __sklearn_tags__(self):
@@ -514,4 +554,5 @@ default="rbf"
         # A precomputed cross-Gram (N x M) is not pairwise: its columns belong to the second source, and
         # cross-validation splits its rows only.
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = not self._precomputed()
         return tags

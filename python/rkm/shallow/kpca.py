@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import (
     BaseEstimator,
@@ -35,9 +37,10 @@ from rkm._utils.validation import (
     available_memory_bytes,
     check_memory,
     kernel_constraints,
+    kernel_name_options,
 )
 from rkm.features import Nystroem, RandomFourierFeatures
-from rkm.kernels import Kernel, kernel_matrix, kernel_product, kernel_spec, model_kernel_spec
+from rkm.kernels import Kernel, is_callable_kernel, kernel_matrix, kernel_product, kernel_spec, model_kernel_spec
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
 
 _DENSE_MAX_SAMPLES = eigen.DENSE_MAX_SAMPLES
@@ -78,6 +81,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     a non-integer polynomial degree on a negative base) raises ValueError, and a kernel whose spread is
     below the rounding of its dtype (a tiny gamma in float32) warns.
 
+    Sparse X (scipy.sparse CSR/CSC: text features, molecular fingerprints with ``kernel="tanimoto"``) is
+    accepted by every named kernel and a callable with kernel_storage "dense" (the kernel matrix is formed
+    through sparse products, then centred and decomposed as usual); ``transform`` then takes sparse or dense
+    rows. A sparse fit has no input-space pre-images (``preimage`` "auto" resolves to none), and a
+    ``feature_map``, kernel_storage "matrix_free" or a Dask array with sparse X raise ValueError.
+
     Large N: the exact kernel is held as a matrix or recomputed at every product (``kernel_storage``); an
     explicit ``feature_map`` of m features (Nyström, random Fourier features) approximates it instead, and
     the fit solves the m x m primal problem (Suykens 2017 sec. 3.4) in one streamed pass over the data. A
@@ -89,11 +98,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     n_components : int, default=None
         Number of components s. None keeps every component with a positive eigenvalue (with a feature map,
         every one of its m features).
-    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel, \
-default="rbf"
+    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"}, Kernel or \
+callable, default="rbf"
         Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted.
         "rbf" is exp(-gamma ||x - y||^2) as in scikit-learn; see :mod:`rkm.kernels` for the papers'
-        sigma conventions. "precomputed" takes a symmetric Gram matrix in ``fit`` (the Krylov solver
+        sigma conventions. A callable is called as ``kernel(A, B)`` and returns the Gram matrix of shape
+        (len(A), len(B)) (the convention of ``sklearn.svm.SVC``; scikit-learn's KernelPCA calls a callable
+        per pair of rows, which ``functools.partial(sklearn.metrics.pairwise_kernels, metric=f)`` turns
+        into this one): the kernel matrix is built in Python, then centred and decomposed as a precomputed
+        one (it must be symmetric and PSD); kernel_storage "dense" only, no ``fixed_point`` pre-image. "precomputed" takes a symmetric Gram matrix in ``fit`` (the Krylov solver
         reads its lower triangle only) and kernel rows k(x*, X_train) in ``transform``. With a
         ``feature_map``, its own kernel applies and ``kernel``, ``gamma``, ``degree`` and ``coef0`` do not
         enter the fit (a feature map with kernel="precomputed" is an error).
@@ -112,7 +125,8 @@ default="rbf"
         "matrix_free": never stored; each block product of the Krylov solver recomputes the kernel in tiles
         (memory O(N (d + b)), the same eigenpairs as "dense" to solver tolerance; needs ``n_components``;
         not for a precomputed kernel). "auto": "dense" when the fit needs at most half of the available
-        memory, else "matrix_free" (for a Dask array: "matrix_free"). "auto" never approximates the kernel:
+        memory, else "matrix_free" (for a Dask array: "matrix_free"; for a callable kernel or sparse X:
+        "dense"). "auto" never approximates the kernel:
         pass a ``feature_map`` for that. Must stay "auto" with a feature map, which holds no kernel matrix.
     feature_map : Nystroem or RandomFourierFeatures, default=None
         None: the exact kernel. Else an explicit feature map phi of m features whose inner products
@@ -167,7 +181,7 @@ default="rbf"
     gamma_ : float
         The kernel bandwidth used (the feature map's with a feature map).
     column_means_, grand_mean_ : training kernel statistics used to centre new kernel rows.
-    X_fit_ : ndarray, the training data (absent for a precomputed kernel).
+    X_fit_ : ndarray or sparse matrix, a copy of the training data (absent for a precomputed kernel).
     kernel_storage_ : {"dense", "matrix_free"} or None
         How the kernel matrix was held; None for a fit through a feature map.
     solver_ : {"dense", "krylov"}
@@ -197,6 +211,7 @@ default="rbf"
     _parameter_constraints: dict = {
         "n_components": [None, *COUNT],
         **kernel_constraints(precomputed=True),
+        "kernel": [kernel_name_options(precomputed=True), callable],
         "eta": POSITIVE,
         "center": ["boolean"],
         "kernel_storage": [StrOptions({"auto", "dense", "matrix_free"})],
@@ -218,7 +233,7 @@ default="rbf"
         self,
         n_components: int | None = None,
         *,
-        kernel: str | Kernel = "rbf",
+        kernel: str | Kernel | Callable = "rbf",
         gamma: float | None = None,
         degree: float = 3,
         coef0: float = 1.0,
@@ -273,7 +288,7 @@ default="rbf"
             return self._kernel_spec(n_features)
         return kernel_spec(fm.kernel, fm.gamma, getattr(fm, "degree", 3), getattr(fm, "coef0", 1.0), n_features)
 
-    def _check_params_vs_input(self, n_samples, n_features, dtype, in_memory=True):
+    def _check_params_vs_input(self, n_samples, n_features, dtype, in_memory=True, sparse=False):
         """The rules that need the data or tie parameters together; returns the resolved kernel storage
         ("dense" or "matrix_free"; None with a feature map), which some of them depend on."""
         if self.n_components is not None and self.n_components > n_samples:
@@ -288,7 +303,16 @@ default="rbf"
             raise ValueError("preimage: 'ridge' needs a kernel function, not 'precomputed'")
         if self.preimage in ("fixed_point", "smoother") and name == "precomputed":
             raise ValueError("preimage: input-space pre-images need a kernel function, not 'precomputed'")
+        if sparse and model_kernel == "precomputed":
+            raise ValueError("X: a precomputed kernel must be a dense array, got a sparse matrix")
+        if sparse and self.preimage != "auto":
+            raise ValueError(
+                f"preimage: {self.preimage!r} computes input-space pre-images, which sparse X does not have; "
+                "leave preimage='auto' (no pre-images) or pass X.toarray()"
+            )
         if self.feature_map is not None:
+            if sparse:
+                raise ValueError("feature_map: sparse X is not supported with a feature_map; use feature_map=None")
             if model_kernel == "precomputed":
                 raise ValueError(
                     "feature_map: maps X itself to features; with kernel='precomputed' use feature_map=None"
@@ -303,12 +327,22 @@ default="rbf"
             if self.preimage == "ridge":
                 raise ValueError("preimage: 'ridge' solves an n_samples x n_samples system; not with a feature_map")
             return None
-        storage = self._resolve_kernel_storage(n_samples, n_features, dtype, in_memory)
+        storage = self._resolve_kernel_storage(n_samples, n_features, dtype, in_memory, sparse)
         if storage == "dense" and not in_memory:
             raise ValueError(
                 "kernel_storage: 'dense' needs X in memory; with a dask array use 'matrix_free' or a feature_map"
             )
         if storage == "matrix_free":
+            if is_callable_kernel(model_kernel):
+                raise ValueError(
+                    "kernel_storage: 'matrix_free' evaluates the kernel tile by tile in the compiled core, which "
+                    "cannot call a Python kernel function; use kernel_storage='dense' or a named kernel"
+                )
+            if sparse:
+                raise ValueError(
+                    "kernel_storage: 'matrix_free' needs dense X (the compiled core's tiles); with sparse X use "
+                    "kernel_storage='dense'"
+                )
             if model_kernel == "precomputed":
                 raise ValueError(
                     "kernel_storage: 'matrix_free' evaluates the kernel from X itself; with kernel='precomputed' "
@@ -341,6 +375,8 @@ default="rbf"
             scale = eigen.check_symmetric(X)
             return (X.copy(order="C") if self.center else X), scale
         K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
+        if is_callable_kernel(name):  # a user's function: checked as a precomputed Gram matrix
+            return K, eigen.check_symmetric(K, "kernel: the callable's Gram matrix K(X, X)")
         return K, float(np.abs(np.diagonal(K)).max())
 
     def _resolve_solver(self, n_samples, n_components, kernel_storage):
@@ -356,12 +392,14 @@ default="rbf"
         solver = self._resolve_solver(n_samples, n_components, "dense")
         return eigen.fit_memory_bytes(n_samples, n_features, n_components, dtype, solver, self.n_threads), solver
 
-    def _resolve_kernel_storage(self, n_samples, n_features, dtype, in_memory=True):
+    def _resolve_kernel_storage(self, n_samples, n_features, dtype, in_memory=True, sparse=False):
         """The storage "auto" stands for: the stored kernel while the fit needs at most half the available
-        memory, else matrix-free (always matrix-free for a Dask array; always stored for a precomputed one)."""
+        memory, else matrix-free (always matrix-free for a Dask array; always stored for a precomputed or
+        callable kernel and for sparse X, which the matrix-free core cannot evaluate)."""
         if self.kernel_storage != "auto":
             return self.kernel_storage
-        if self._kernel_spec(n_features)[0] == "precomputed":
+        name = self._kernel_spec(n_features)[0]
+        if name == "precomputed" or is_callable_kernel(name) or sparse:
             return "dense"
         if not in_memory:
             return "matrix_free"
@@ -563,11 +601,11 @@ default="rbf"
         self.eigenvalues_ = eigenvalues.astype(dtype)
         self.H_ = self.eigenvectors_ = np.ascontiguousarray(V, dtype=dtype)
 
-    def _begin_fit(self, n_samples, n_features, dtype, in_memory=True):
+    def _begin_fit(self, n_samples, n_features, dtype, in_memory=True, sparse=False):
         """Checks the parameters against the data and resolves gamma_, kernel_storage_ and solver_; returns the
         number of eigenpairs to compute (None: all of the primal problem)."""
         self._progress = Progress(type(self).__name__, self.verbose)
-        self.kernel_storage_ = self._check_params_vs_input(n_samples, n_features, dtype, in_memory)
+        self.kernel_storage_ = self._check_params_vs_input(n_samples, n_features, dtype, in_memory, sparse)
         _, self.gamma_, _, _ = self._fit_kernel_spec(n_features)
         n_wanted = self.n_components or (None if self.kernel_storage_ is None else n_samples)
         self.solver_ = self._resolve_solver(n_samples, n_wanted or 1, self.kernel_storage_)
@@ -584,9 +622,10 @@ default="rbf"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or a dask.array.Array
+        X : {array-like, scipy.sparse matrix} of shape (n_samples, n_features), or a dask.array.Array
             A Dask array (chunked by rows) is fitted through a ``feature_map`` as a map-reduce over its
-            partitions, or with kernel_storage "matrix_free" with each block product as Dask tasks.
+            partitions, or with kernel_storage "matrix_free" with each block product as Dask tasks. Sparse
+            CSR/CSC X is fitted with the stored kernel matrix (see the class docstring). X is copied.
         y : ignored
 
         Returns
@@ -595,9 +634,19 @@ default="rbf"
         """
         if is_dask_array(X):
             return self._fit_dask(X)
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=1)
+        # A copy: the model keeps X (X_fit_), which the caller may change after fit (a precomputed kernel is
+        # not kept; the centring copies it).
+        X = validate_data(
+            self,
+            X,
+            dtype=list(FLOAT_DTYPES),
+            order="C",
+            ensure_min_samples=1,
+            accept_sparse=("csr", "csc"),
+            copy=not self._precomputed(),
+        )
         n_samples = X.shape[0]
-        n_wanted = self._begin_fit(n_samples, X.shape[1], X.dtype)
+        n_wanted = self._begin_fit(n_samples, X.shape[1], X.dtype, sparse=sp.issparse(X))
         if self.kernel_storage_ is None:
             w, V, residuals, n_iter, scale = self._fit_primal(X, n_wanted)
         elif self.kernel_storage_ == "matrix_free":
@@ -610,7 +659,7 @@ default="rbf"
         name = self._fit_kernel_spec(X.shape[1])[0]
         if name != "precomputed":
             self.X_fit_ = X
-        self.preimage_ = self._resolve_preimage(name)
+        self.preimage_ = None if sp.issparse(X) else self._resolve_preimage(name)
         if self.preimage_ == "ridge":
             self._fit_ridge_preimage(X)
         return self
@@ -643,7 +692,7 @@ default="rbf"
         if kernel_name == "precomputed":
             return None
         if self.preimage == "auto":
-            return "fixed_point" if kernel_name == "rbf" else "smoother"
+            return "fixed_point" if isinstance(kernel_name, str) and kernel_name == "rbf" else "smoother"
         return self.preimage
 
     # ------------------------------------------------------------------ encoding
@@ -680,7 +729,7 @@ default="rbf"
         """sum_j h_j k_c(x_j, x*) for new points, streaming the training set in tiles: with
         k_c(x*, x_j) = k(x*, x_j) - mean_j' k(x*, x_j') - c_j + g, the scores are k H - r (1^T H) - c^T H
         + g (1^T H), and r, the rows' kernel means, comes from the same product as a column of 1/N."""
-        if self.kernel == "precomputed":
+        if self._precomputed():
             return self._precomputed_scores(X)
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         n_train = self.H_.shape[0]
@@ -696,8 +745,12 @@ default="rbf"
     def _validate_new(self, X):
         """New data in the model's dtype (its kernel rows meet float32 or float64 training statistics), and the
         dtype the results are returned in: float32 when both the model and X are, else float64."""
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        sparse = "csr" if self.kernel_storage_ == "dense" and not self._precomputed() else False
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False, accept_sparse=sparse)
         return X.astype(self.H_.dtype, copy=False), np.result_type(X.dtype, self.H_.dtype)
+
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
     def _hidden(self, X):
         """Hidden features h* = (1/(eta lambda)) sum_j h_j k_c(x_j, x*) (Constr-DRKM eq. 4); in the primal
@@ -768,8 +821,8 @@ default="rbf"
     def _preimage(self, H, X_start=None):
         if self.preimage_ is None:
             raise ValueError(
-                "inverse_transform: input-space pre-images need the training set, which a precomputed kernel "
-                "or a fit on a dask array does not keep"
+                "inverse_transform: input-space pre-images need the dense training set, which a precomputed kernel, "
+                "a fit on sparse X or a fit on a dask array does not keep"
             )
         if self.preimage_ == "ridge":
             if self.preimage_dual_coef_ is None:
@@ -829,6 +882,9 @@ default="rbf"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.pairwise = self._precomputed()
+        tags.input_tags.sparse = (
+            not self._precomputed() and self.kernel_storage != "matrix_free" and self.feature_map is None
+        )
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
