@@ -109,6 +109,13 @@ PIVOT_ROUNDING_UNITS = 100
 # cache between the conversion and the product. At N = 20000 (2 threads available) 13-row chunks ran as fast as
 # float32 GEMM (0.45 s, memory-bound), 6-row chunks 20% slower, 26-row chunks with two BLAS threads 14x slower.
 STORED_CHUNK_BYTES = 2**21
+# Adaptive preconditioner (preconditioner_rank=None): when the residual's rate of decrease over the last
+# SLOW_CHECK_ITERATIONS iterations predicts that tol is not reached within max_iter (small lam against the kernel's
+# scale), the factor's rank grows ADAPTIVE_GROWTH-fold (the pivoted Cholesky factor continues its pivots, the Nystrom one is rebuilt)
+# and CG restarts from its iterate; at most ADAPTIVE_MAX_RANK columns, N, and what fits in FACTOR_BYTES.
+SLOW_CHECK_ITERATIONS = 20
+ADAPTIVE_GROWTH = 4
+ADAPTIVE_MAX_RANK = 4000
 # Residual checks in a row that fail to halve the best true residual before the solver calls it stagnation.
 STALLED_CHECKS = 3
 # verbose=1 prints every VERBOSE_EVERY iterations; verbose >= 2 every iteration.
@@ -140,6 +147,9 @@ class PCGResult:
         Columns of the preconditioner's low-rank factor (0 without one).
     setup_seconds, solve_seconds : float
         Wall-clock time of the setup (stored kernel, preconditioner) and of the iteration.
+    too_slow : bool
+        With give_up_if_slow: the iteration stopped early because its rate predicted more than max_iter
+        iterations (the caller solves otherwise).
     """
 
     H: np.ndarray
@@ -152,6 +162,7 @@ class PCGResult:
     rank: int
     setup_seconds: float
     solve_seconds: float
+    too_slow: bool = False
 
 
 def default_max_iter(n_samples):
@@ -162,6 +173,11 @@ def default_max_iter(n_samples):
 def default_rank(n_samples):
     """min(n_samples, 1000, 2^27 / n_samples, max(100, n_samples / 20)): see MIN_RANK."""
     return min(n_samples, MAX_RANK, FACTOR_BYTES // (8 * n_samples), max(MIN_RANK, n_samples // RANK_DIVISOR))
+
+
+def adaptive_max_rank(n_samples):
+    """Largest rank of the adaptive preconditioner: min(n_samples, 4000, 2^27 / n_samples)."""
+    return max(1, min(n_samples, ADAPTIVE_MAX_RANK, FACTOR_BYTES // (8 * n_samples)))
 
 
 def lssvm_pcg_fit(
@@ -184,6 +200,8 @@ def lssvm_pcg_fit(
     random_state=None,
     verbose=0,
     progress=None,
+    sample_weight=None,
+    give_up_if_slow=False,
 ):
     """Solve the LS-SVM dual system of eq. 3.16 by preconditioned conjugate gradients.
 
@@ -206,7 +224,9 @@ def lssvm_pcg_fit(
     preconditioner : {"nystrom", "pivoted_cholesky", None}, default="nystrom"
     rank : int, default=None
         Columns of the preconditioner's factor, 1 <= rank <= n_samples (the pivoted Cholesky factor may stop
-        earlier); None: :func:`default_rank`.
+        earlier). None: adaptive, starting at :func:`default_rank` and growing 4-fold, up to
+        :func:`adaptive_max_rank`, whenever the residual's rate over the last 20 iterations predicts more than
+        max_iter iterations (small lam against the kernel's scale); CG continues from its iterate.
     tol : float, default=1e-6
         Target relative residual, > 0.
     max_iter : int, default=None
@@ -220,6 +240,12 @@ def lssvm_pcg_fit(
     progress : rkm._utils.progress.Progress, default=None
         Prints the progress lines (an estimator passes its own, so that they carry its name and the time since
         its fit began); None: ``Progress("LS-SVM PCG", verbose)``.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Positive weights v_k of the weighted LS-SVM: A = (1/eta) K + lam diag(1 / v_k); the preconditioner is
+        F F^T + lam diag(1 / v_k), applied by the same Woodbury identity.
+    give_up_if_slow : bool, default=False
+        Stop (``too_slow=True``) when the rate of the last 20 iterations predicts more than max_iter iterations
+        and the preconditioner cannot grow further: ``solver="auto"`` then factorizes instead.
 
     Returns
     -------
@@ -239,6 +265,7 @@ def lssvm_pcg_fit(
     X = check_matrix(X, "X")
     Y = _check_targets(Y, X.shape[0])
     n_samples = X.shape[0]
+    rank_was_none = rank is None
     rank = _check_rank(rank, n_samples, preconditioner)
     max_iter = default_max_iter(n_samples) if max_iter is None else int(max_iter)
     spec = kernel_spec(kernel, gamma, degree, coef0, X.shape[1])
@@ -257,24 +284,78 @@ def lssvm_pcg_fit(
     else:
         product = _matrix_free_product(X, spec, n_threads)
 
-    def apply_A(B):
-        return product(B) / eta + lam * B
+    if sample_weight is None:
+        diagonal = None
 
-    factor = _preconditioner_factor(X, spec, preconditioner, rank, eta, lam, random_state, n_threads)
-    apply_M = _LowRankPreconditioner(factor, lam, n_threads) if factor is not None else _identity
+        def apply_A(B):
+            return product(B) / eta + lam * B
+    else:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        if weights.shape != (n_samples,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+            raise ValueError("sample_weight: must hold one positive finite weight per sample")
+        diagonal = (lam / weights)[:, None]
+
+        def apply_A(B):
+            return product(B) / eta + diagonal * B
+
+    adaptive = rank_was_none and preconditioner is not None
+    cap = adaptive_max_rank(n_samples) if adaptive else rank
+    builder = _FactorBuilder(X, spec, preconditioner, eta, lam, random_state, n_threads)
+    factor = builder.factor(rank)
     r = 0 if factor is None else factor.shape[1]
     if factor is not None:
         progress.say(f"{preconditioner} preconditioner of rank {r}")
     setup_seconds = progress.elapsed()
 
-    outcome = _block_cg(apply_A, apply_M, system, tol, max_iter, progress)
+    U0, n_iter, n_products = None, 0, 0
+    while True:
+        apply_M = _LowRankPreconditioner(factor, lam, n_threads, diagonal) if factor is not None else _identity
+        can_grow = adaptive and r < cap and builder.can_grow(r)
+        outcome = _block_cg(
+            apply_A,
+            apply_M,
+            system,
+            tol,
+            max_iter - n_iter,
+            progress,
+            U0=U0,
+            watch_rate=can_grow or give_up_if_slow,
+            iteration_offset=n_iter,
+        )
+        n_iter += outcome.n_iter
+        n_products += outcome.n_products
+        if not outcome.slow:
+            break
+        if can_grow:
+            rank = min(ADAPTIVE_GROWTH * max(r, 1), cap)
+            progress.say(f"{outcome.message}; preconditioner rank {r} -> {rank}")
+            grow_start = progress.elapsed()
+            factor = builder.factor(rank)
+            r = factor.shape[1]
+            setup_seconds += progress.elapsed() - grow_start
+            U0 = outcome.U
+            continue
+        progress.say(outcome.message)
+        return PCGResult(
+            H=np.zeros((n_samples, system.n_outputs)),
+            b=np.zeros(system.n_outputs),
+            n_iter=n_iter,
+            n_products=n_products,
+            residuals=outcome.residuals,
+            converged=False,
+            message=outcome.message,
+            rank=r,
+            setup_seconds=setup_seconds,
+            solve_seconds=progress.elapsed() - setup_seconds,
+            too_slow=True,
+        )
     H, b = system.solution(outcome.U)
     progress.say(outcome.message)
     return PCGResult(
         H=H,
         b=b,
-        n_iter=outcome.n_iter,
-        n_products=outcome.n_products,
+        n_iter=n_iter,
+        n_products=n_products,
         residuals=outcome.residuals,
         converged=bool(outcome.residuals.max(initial=0.0) <= tol),
         message=outcome.message,
@@ -377,16 +458,27 @@ def _identity(R):
 
 
 class _LowRankPreconditioner:
-    """R -> M^{-1} R for M = F F^T + lam I, by the Woodbury identity with a Cholesky factor of lam I + F^T F."""
+    """R -> M^{-1} R for M = F F^T + D, D = lam I (or lam diag(1 / v) with sample weights), by the Woodbury
+    identity M^{-1} = D^{-1} - D^{-1} F (I + F^T D^{-1} F)^{-1} F^T D^{-1}; unweighted it is computed as
+    (R - F (lam I + F^T F)^{-1} F^T R) / lam."""
 
-    def __init__(self, F, lam, n_threads):
+    def __init__(self, F, lam, n_threads, diagonal=None):
         self.F, self.lam, self.threads = F, lam, thread_count(n_threads)
+        self.inverse_diagonal = None if diagonal is None else 1.0 / diagonal
+        G = F if diagonal is None else F * np.sqrt(self.inverse_diagonal)
         with blas_threads(self.threads):
-            S = F.T @ F
-        S[np.diag_indices_from(S)] += lam
+            S = G.T @ G
+        S[np.diag_indices_from(S)] += lam if diagonal is None else 1.0
         self.cholesky = scipy.linalg.cho_factor(S, lower=True, check_finite=False) if F.shape[1] else None
 
     def __call__(self, R):
+        if self.inverse_diagonal is not None:
+            DR = self.inverse_diagonal * R
+            if self.cholesky is None:
+                return DR
+            with blas_threads(self.threads):
+                correction = self.F @ scipy.linalg.cho_solve(self.cholesky, self.F.T @ DR, check_finite=False)
+            return DR - self.inverse_diagonal * correction
         if self.cholesky is None:
             return R / self.lam
         with blas_threads(self.threads):
@@ -394,29 +486,48 @@ class _LowRankPreconditioner:
         return (R - correction) / self.lam
 
 
+class _FactorBuilder:
+    """Low-rank factors F (n_samples x r, float64) with F F^T ~ (1/eta) K, of growing rank on request: the
+    pivoted Cholesky factor continues its pivots, the Nystrom one is rebuilt with more landmarks."""
+
+    def __init__(self, X, spec, preconditioner, eta, lam, random_state, n_threads):
+        self.X, self.spec, self.preconditioner = X, spec, preconditioner
+        self.eta, self.lam, self.random_state, self.n_threads = eta, lam, random_state, n_threads
+        self.pivoted = None
+
+    def can_grow(self, rank):
+        """Whether a larger factor than `rank` columns exists (the pivoted one stops once exact enough)."""
+        return self.preconditioner == "nystrom" or (self.pivoted is not None and not self.pivoted.exhausted)
+
+    def factor(self, rank):
+        if self.preconditioner is None:
+            return None
+        check_fits_in_memory((self.X.shape[0], rank), np.float64, "rank")
+        if self.preconditioner == "nystrom":
+            name, gamma, degree, coef0 = self.spec
+            model = Nystroem(
+                n_components=rank,
+                kernel=name,
+                gamma=gamma,
+                degree=degree,
+                coef0=coef0,
+                random_state=self.random_state,
+                n_threads=self.n_threads,
+            )
+            factor = model.fit(self.X).transform(self.X).astype(np.float64, copy=False)
+        else:
+            if self.pivoted is None:
+                trace = float(_kernel_diagonal(self.X, _kernel_function(self.spec, self.n_threads)).sum())
+                trace_tol = PIVOT_TRACE_FRACTION_OF_LAM * self.eta * self.lam / trace if trace > 0 else 0.0
+                self.pivoted = _PivotedCholesky(self.X, self.spec, min(trace_tol, 1.0), self.n_threads)
+            factor = self.pivoted.extend(rank).T.copy()
+        factor *= 1.0 / math.sqrt(self.eta)  # in place: the factor is a fresh array either way
+        return factor
+
+
 def _preconditioner_factor(X, spec, preconditioner, rank, eta, lam, random_state, n_threads):
     """F (n_samples x r, float64) with F F^T ~ (1/eta) K, or None without a preconditioner."""
-    if preconditioner is None:
-        return None
-    check_fits_in_memory((X.shape[0], rank), np.float64, "rank")
-    if preconditioner == "nystrom":
-        name, gamma, degree, coef0 = spec
-        model = Nystroem(
-            n_components=rank,
-            kernel=name,
-            gamma=gamma,
-            degree=degree,
-            coef0=coef0,
-            random_state=random_state,
-            n_threads=n_threads,
-        )
-        factor = model.fit(X).transform(X).astype(np.float64, copy=False)
-    else:
-        trace = float(_kernel_diagonal(X, _kernel_function(spec, n_threads)).sum())
-        trace_tol = PIVOT_TRACE_FRACTION_OF_LAM * eta * lam / trace if trace > 0 else 0.0
-        factor, _ = pivoted_cholesky(X, *spec, rank, min(trace_tol, 1.0), n_threads)
-    factor *= 1.0 / math.sqrt(eta)  # in place: the factor is a fresh array either way
-    return factor
+    return _FactorBuilder(X, spec, preconditioner, eta, lam, random_state, n_threads).factor(rank)
 
 
 def _kernel_function(spec, n_threads):
@@ -424,6 +535,50 @@ def _kernel_function(spec, n_threads):
         return kernel_matrix(A, B, *spec, n_threads=n_threads)
 
     return kernel
+
+
+class _PivotedCholesky:
+    """The greedy pivoted Cholesky factor of :func:`pivoted_cholesky`, extendable: ``extend(rank)`` continues
+    the pivots where the last call stopped and returns the factor's columns as rows (k x n_samples)."""
+
+    def __init__(self, X, spec, tol, n_threads):
+        self.X, self.n_threads = X, n_threads
+        self.kernel = _kernel_function(spec, n_threads)
+        self.remaining = _kernel_diagonal(X, self.kernel)
+        self.trace = self.remaining.sum()
+        self.tol = tol
+        self.noise = PIVOT_ROUNDING_UNITS * np.finfo(X.dtype).eps * self.remaining.max(initial=0.0)
+        self.columns = np.empty((0, X.shape[0]))
+        self.pivots = []
+        self.exhausted = False
+
+    def extend(self, rank):
+        X, remaining, pivots = self.X, self.remaining, self.pivots
+        done = len(pivots)
+        if rank > self.columns.shape[0]:
+            grown = np.empty((rank, X.shape[0]))
+            grown[:done] = self.columns[:done]
+            self.columns = grown
+        columns = self.columns
+        with blas_threads(thread_count(self.n_threads)):
+            for i in range(done, rank):
+                j = int(np.argmax(remaining))
+                if remaining[j] <= self.noise or remaining.sum() <= self.tol * self.trace:
+                    self.exhausted = True
+                    break
+                column = self.kernel(X, X[j : j + 1])[:, 0].astype(np.float64)
+                column -= columns[:i, j] @ columns[:i]
+                column /= math.sqrt(remaining[j])
+                column[pivots] = 0.0  # zero in exact arithmetic; rounding must not leak into solved rows
+                column[j] = math.sqrt(remaining[j])
+                columns[i] = column
+                pivots.append(j)
+                remaining -= column * column
+                np.maximum(remaining, 0.0, out=remaining)  # the remainder is PSD; clamp cancellation below 0
+                remaining[pivots] = 0.0
+            if len(pivots) >= X.shape[0]:
+                self.exhausted = True
+        return columns[: len(pivots)]
 
 
 def pivoted_cholesky(X, kernel, gamma, degree, coef0, rank, tol=0.0, n_threads=None):
@@ -463,29 +618,9 @@ def pivoted_cholesky(X, kernel, gamma, degree, coef0, rank, tol=0.0, n_threads=N
     n_threads = check_n_threads(n_threads)
     spec = kernel_spec(kernel, gamma, degree, coef0, X.shape[1])
     check_fits_in_memory((rank, n_samples), np.float64, "rank")
-    kernel = _kernel_function(spec, n_threads)
-
-    remaining = _kernel_diagonal(X, kernel)
-    trace = remaining.sum()
-    noise = PIVOT_ROUNDING_UNITS * np.finfo(X.dtype).eps * remaining.max(initial=0.0)
-    columns = np.empty((rank, n_samples))  # row i holds column i of L, contiguous for the updates
-    pivots = []
-    with blas_threads(thread_count(n_threads)):
-        for i in range(rank):
-            j = int(np.argmax(remaining))
-            if remaining[j] <= noise or remaining.sum() <= tol * trace:
-                break
-            column = kernel(X, X[j : j + 1])[:, 0].astype(np.float64)
-            column -= columns[:i, j] @ columns[:i]
-            column /= math.sqrt(remaining[j])
-            column[pivots] = 0.0  # zero in exact arithmetic; rounding must not leak into solved rows
-            column[j] = math.sqrt(remaining[j])
-            columns[i] = column
-            pivots.append(j)
-            remaining -= column * column
-            np.maximum(remaining, 0.0, out=remaining)  # the remainder is PSD; clamp cancellation below 0
-            remaining[pivots] = 0.0
-    return columns[: len(pivots)].T, np.array(pivots, dtype=np.int64)
+    factor = _PivotedCholesky(X, spec, tol, n_threads)
+    columns = factor.extend(rank)
+    return columns.T, np.array(factor.pivots, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------- the iteration
@@ -562,6 +697,7 @@ class _Outcome:
     n_iter: int
     n_products: int
     message: str
+    slow: bool = False
 
 
 class _BestIterate:
@@ -591,18 +727,38 @@ def _safe_ratio(numerator, denominator):
     return np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
 
 
-def _block_cg(apply_A, apply_M, system, tol, max_iter, progress):
-    """Independent preconditioned CG recurrences for the columns of system.rhs, sharing each product with A."""
+def _predicted_iterations(history, tol):
+    """Iterations still needed to reach tol at the rate of the last SLOW_CHECK_ITERATIONS ones (inf if none)."""
+    first, last = history[-SLOW_CHECK_ITERATIONS - 1], history[-1]
+    if not (0 < last < first):
+        return math.inf
+    rate = math.log(last / first) / SLOW_CHECK_ITERATIONS
+    return max(0.0, math.log(tol / last) / rate) if last > tol else 0.0
+
+
+def _block_cg(apply_A, apply_M, system, tol, max_iter, progress, U0=None, watch_rate=False, iteration_offset=0):
+    """Independent preconditioned CG recurrences for the columns of system.rhs, sharing each product with A.
+
+    U0: a starting iterate (the previous run's, when the preconditioner grew). watch_rate: every
+    SLOW_CHECK_ITERATIONS iterations, stop with slow=True when the residual's rate over the last ones predicts
+    that tol is not reached within max_iter."""
     rhs = system.rhs
-    U = np.zeros_like(rhs)
-    R = rhs.copy()
+    n_products = 0
+    if U0 is None:
+        U = np.zeros_like(rhs)
+        R = rhs.copy()
+    else:
+        U = U0.copy()
+        R = rhs - apply_A(U)
+        n_products += 1
     Z = apply_M(R)
     P = Z.copy()
     rz = _column_dots(R, Z)
     best = _BestIterate()
-    n_products = 0
     restart = False
     check_level = tol
+    with np.errstate(all="ignore"):
+        history = [system.relative_residuals(U, R).max(initial=0.0)]
     for iteration in range(1, max_iter + 1):
         Q = apply_A(P)
         n_products += 1
@@ -616,7 +772,26 @@ def _block_cg(apply_A, apply_M, system, tol, max_iter, progress):
                 "eta, lam: the conjugate-gradient iterates are no longer finite: (1/eta) K + lam I is too badly "
                 "scaled for float64; bring eta and lam closer to the scale of the kernel"
             )
-        progress.iteration(iteration, estimate.max(initial=0.0))
+        progress.iteration(iteration_offset + iteration, estimate.max(initial=0.0))
+        history.append(estimate.max(initial=0.0))
+        if watch_rate and iteration % SLOW_CHECK_ITERATIONS == 0 and iteration < max_iter:
+            needed = _predicted_iterations(history, tol)
+            if iteration + needed > max_iter:
+                return _Outcome(
+                    U,
+                    np.full(system.n_outputs, history[-1]),
+                    iteration,
+                    n_products,
+                    f"relative residual {history[-1]:.2e} after {iteration_offset + iteration} iterations; at the "
+                    f"rate of the last {SLOW_CHECK_ITERATIONS}, tol = {tol:g} needs "
+                    + (
+                        "more than max_iter"
+                        if math.isinf(needed)
+                        else f"about {iteration_offset + iteration + needed:.0f}"
+                    )
+                    + " iterations",
+                    slow=True,
+                )
         if estimate.max(initial=0.0) <= check_level or iteration == max_iter:
             R_true = rhs - apply_A(U)
             n_products += 1

@@ -13,20 +13,20 @@ minimum-output code), in the hidden features H_D = D_y H.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from rkm import _core
 from rkm._utils import primal
+from rkm._utils.calibration import fit_platt
 from rkm._utils.coding import CODINGS, class_codes, class_scores
 from rkm._utils.progress import Progress
 from rkm._utils.threads import blas_threads, thread_count
@@ -42,21 +42,61 @@ from rkm._utils.validation import (
     check_memory,
     kernel_constraints,
 )
-from rkm.kernels import Kernel, kernel_product, model_kernel_spec
+from rkm._utils.warn import warn
+from rkm.exceptions import ConvergenceWarning
+from rkm.kernels import Kernel, is_callable_kernel, kernel_matrix, kernel_product, model_kernel_spec
 from rkm.shallow import _pcg
 
 # solver="auto" factorizes up to this many samples (about 40 s on 2 cores) and solves by conjugate gradients
-# beyond, or when the factorization does not fit in memory.
+# beyond, unless the conjugate gradients turn out too slow for the system's conditioning (below).
 AUTO_CHOLESKY_MAX_SAMPLES = 20_000
 # Bytes of the dense solvers besides the N x N matrix: right-hand sides, H and the kernel's row buffers.
 _DENSE_SLACK_BYTES = 64 * 2**20
+# The robust LS-SVM (LS-SVMlab's robustlssvm): at most this many reweighted fits, stopped when the hidden
+# features change by at most ROBUST_TOL relative to their norm (LS-SVMlab: 500 and 1e-4, absolute).
+ROBUST_MAX_ITER = 500
+ROBUST_TOL = 1e-4
+# 1.483 MAD is the standard deviation of Gaussian residuals (1 / Phi^{-1}(3/4)), LS-SVMlab's robust scale.
+_MAD_TO_SIGMA = 1.483
+# Weight functions of the robust LS-SVM on the standardized residuals r = e / s (LS-SVMlab's weightingscheme):
+# Hampel's (Suykens et al. 2002: c1 = 2.5, c2 = 3, 1e-4 beyond c2), Huber's (c = 1.345) and the logistic
+# tanh(r) / r.
+HAMPEL_C1, HAMPEL_C2, HAMPEL_FLOOR = 2.5, 3.0, 1e-4
+HUBER_C = 1.345
+ROBUST_WEIGHTS = ("hampel", "huber", "logistic")
+# Folds of the internal cross-validation of LSSVMClassifier(probability=True) (SVC's 5).
+PROBABILITY_FOLDS = 5
+
+
+def robust_weights(r, weights="hampel"):
+    """Weights v_k of the robust LS-SVM for standardized residuals r_k = e_k / s (Suykens et al. 2002).
+
+    "hampel": 1 for |r| <= 2.5, (3 - |r|) / 0.5 for 2.5 < |r| <= 3, 1e-4 beyond (Suykens et al. 2002, eq. 16);
+    "huber": 1 for |r| < 1.345, 1.345 / |r| beyond; "logistic": tanh(r) / r (1 at r = 0).
+    """
+    r = np.abs(np.asarray(r, dtype=np.float64))
+    if weights == "hampel":
+        middle = (HAMPEL_C2 - r) / (HAMPEL_C2 - HAMPEL_C1)
+        return np.where(r <= HAMPEL_C1, 1.0, np.where(r <= HAMPEL_C2, middle, HAMPEL_FLOOR))
+    if weights == "huber":
+        return np.where(r < HUBER_C, 1.0, HUBER_C / np.maximum(r, HUBER_C))
+    if weights == "logistic":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(r > 1e-8, np.tanh(r) / r, 1.0)
+    raise ValueError(f"robust: must be one of {ROBUST_WEIGHTS} or None, got {weights!r}")
+
+
+def _kernel_parameter_constraints():
+    constraints = kernel_constraints(precomputed=True)
+    constraints["kernel"] = [*constraints["kernel"], callable]
+    return constraints
 
 
 class _LSSVM(BaseEstimator):
     """Fitting and prediction shared by LSSVMRegressor and LSSVMClassifier: solve eq. 3.16 for targets Y."""
 
     _parameter_constraints: dict = {
-        **kernel_constraints(precomputed=True),
+        **_kernel_parameter_constraints(),
         "lam": POSITIVE,
         "eta": POSITIVE,
         "fit_intercept": ["boolean"],
@@ -87,7 +127,7 @@ class _LSSVM(BaseEstimator):
         solver: str = "auto",
         feature_map: str | object | None = None,
         mixed_precision: bool = False,
-        preconditioner: str | None = "nystrom",
+        preconditioner: str | None = "pivoted_cholesky",
         preconditioner_rank: int | None = None,
         kernel_storage: str = "matrix_free",
         tol: float | None = None,
@@ -120,21 +160,33 @@ class _LSSVM(BaseEstimator):
     # ------------------------------------------------------------------ parameters
 
     def _kernel_spec(self, n_features):
-        """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed" or canonical."""
+        """(name, gamma, degree, coef0) of the kernel in use; name is "precomputed", canonical, or a callable."""
         return model_kernel_spec(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _check_params_vs_input(self, n_samples, n_features):
+    def _check_params_vs_input(self, X):
         """The rules that need the data or tie parameters together; returns the solver the fit uses."""
+        n_samples, n_features = X.shape
         if self.preconditioner_rank is not None and self.preconditioner_rank > n_samples:
             raise ValueError(f"preconditioner_rank: at most n_samples={n_samples}, got {self.preconditioner_rank}")
         name = self._kernel_spec(n_features)[0]
+        callable_kernel = is_callable_kernel(name)
         solver = self._resolve_solver(n_samples, name)
         if self.loo and solver != "cholesky":
             raise ValueError(f"loo: the closed-form leave-one-out residuals need solver='cholesky', not {solver!r}")
-        if name == "precomputed" and solver != "cholesky":
+        if (name == "precomputed" or callable_kernel) and solver != "cholesky":
+            what = "kernel='precomputed'" if name == "precomputed" else "a callable kernel"
             raise ValueError(
-                f"solver: {solver!r} evaluates the kernel from X itself; kernel='precomputed' needs solver='cholesky'"
+                f"solver: {solver!r} evaluates a named kernel from X itself (matrix-free products, preconditioner "
+                f"or features); {what} needs solver='cholesky'"
             )
+        if sp.issparse(X):
+            if name == "precomputed":
+                raise ValueError("X: a precomputed kernel matrix must be a dense array, not a scipy.sparse matrix")
+            if solver != "cholesky":
+                raise ValueError(
+                    f"X: sparse input is solved with the stored kernel matrix (solver='cholesky'), not solver="
+                    f"{solver!r}; pass X.toarray() for the conjugate-gradient or primal solvers"
+                )
         return solver
 
     def _resolve_solver(self, n_samples, kernel_name):
@@ -149,49 +201,90 @@ class _LSSVM(BaseEstimator):
             )
         if self.solver != "auto":
             return self.solver
-        if kernel_name == "precomputed" or self.loo or n_samples <= AUTO_CHOLESKY_MAX_SAMPLES:
+        if (
+            kernel_name == "precomputed"
+            or is_callable_kernel(kernel_name)
+            or self.loo
+            or n_samples <= AUTO_CHOLESKY_MAX_SAMPLES
+        ):
             return "cholesky"
         return "cg"
 
     # ------------------------------------------------------------------ fitting
 
-    def _fit_targets(self, X, Y):
-        """Solve eq. 3.16 (or 3.15 in the primal) for the targets Y (n_samples x p, float64)."""
+    def _validate_fit_data(self, X, y, sample_weight, **options):
+        """X (a copy where the model keeps it), y and the sample weights (None when absent)."""
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=list(FLOAT_DTYPES), order="C", **options)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            if not np.any(sample_weight > 0):
+                raise ValueError("sample_weight: at least one weight must be positive")
+        return X, y, sample_weight
+
+    def _fit_targets(self, X, Y, sample_weight=None, robust=None):
+        """Solve eq. 3.16 (or 3.15 in the primal) for the targets Y (n_samples x p, float64), weighted by
+        sample_weight (None: equal weights) and with robust reweighting when `robust` names a weight function."""
         self._progress = Progress(type(self).__name__, self.verbose)
-        self.solver_ = self._check_params_vs_input(*X.shape)
+        self.solver_ = self._check_params_vs_input(X)
         self.n_iter_ = 1
         self._progress(f"solver {self.solver_!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
-        if self.solver_ == "primal":
-            self._fit_primal(X, Y)
-        elif self.solver_ == "cg":
-            self._fit_cg(X, Y)
-        else:
-            self._fit_cholesky(X, Y)
+        Y = np.ascontiguousarray(Y, dtype=np.float64)
+        cache = {}
+        self._X_copy = None
+        try:
+            self._fit_weighted(X, Y, sample_weight, cache)
+            if robust is not None:
+                self._fit_robust(X, Y, sample_weight, robust, cache)
+        finally:
+            del self._X_copy
 
-    def _check_dense_memory(self, n_samples, itemsize):
+    def _fit_weighted(self, X, Y, weights, cache):
+        """One fit with the per-sample weights v_k (lam / v_k on the diagonal: the weighted LS-SVM)."""
+        if self.solver_ == "primal":
+            self._fit_primal(X, Y, weights)
+            return
+        if weights is None and self.solver_ == "cholesky" and not sp.issparse(X) and self._named_kernel(X):
+            self._fit_cholesky(X, Y)
+            return
+        active = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
+        if self.solver_ == "cg":
+            Xa, Ya, wa = (X, Y, weights) if active is None else (X[active], Y[active], weights[active])
+            H, b = self._solve_cg(Xa, Ya, wa)
+            residuals = None
+        else:
+            H, b, residuals = self._solve_kernel_matrix(X, Y, weights, active, cache)
+        if active is not None:
+            full = np.zeros((X.shape[0], H.shape[1]), dtype=H.dtype)
+            full[active] = H
+            H = full
+        self._store_dual(X, H, b)
+        if self.loo:
+            self.loo_residuals_ = residuals
+
+    def _named_kernel(self, X):
+        name = self._kernel_spec(X.shape[1])[0]
+        return name != "precomputed" and not is_callable_kernel(name)
+
+    def _check_dense_memory(self, n_samples, itemsize, copies=1):
         check_memory(
-            n_samples * n_samples * itemsize + _DENSE_SLACK_BYTES,
+            copies * n_samples * n_samples * itemsize + _DENSE_SLACK_BYTES,
             "X",
-            f"the {n_samples} x {n_samples} kernel matrix of solver='cholesky'",
+            f"the {n_samples} x {n_samples} kernel matrix of solver='cholesky'"
+            + (f" ({copies} copies: the kernel and its factorization)" if copies > 1 else ""),
             advice="use solver='cg' (kernel products, no stored matrix) or solver='primal' with "
             "feature_map=rkm.features.Nystroem(...)",
         )
 
     def _fit_cholesky(self, X, Y):
+        """Equal weights, a named kernel of dense X: the core builds and factorizes the kernel matrix."""
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         threads = thread_count(self.n_threads)
-        mixed = self.mixed_precision and X.dtype == np.float64 and not self.loo and name != "precomputed"
+        mixed = self.mixed_precision and X.dtype == np.float64 and not self.loo
         self._check_dense_memory(X.shape[0], 4 if mixed else X.dtype.itemsize)
-        Y = Y.astype(X.dtype)
+        Y = np.ascontiguousarray(Y, dtype=X.dtype)
         residuals = None
         with blas_threads(threads):
-            if name == "precomputed":
-                if X.shape[0] != X.shape[1]:
-                    raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
-                H, b, residuals = _core.lssvm_dual_solve(
-                    X.copy(order="C"), Y, self.eta, self.lam, self.fit_intercept, self.loo, self.n_threads
-                )
-            elif mixed:
+            if mixed:
                 H, b, refinements = _core.lssvm_dual_fit_mixed(
                     X, Y, name, gamma, degree, coef0, self.eta, self.lam, self.fit_intercept, self.n_threads
                 )
@@ -218,7 +311,53 @@ class _LSSVM(BaseEstimator):
         if self.loo:
             self.loo_residuals_ = residuals
 
-    def _fit_cg(self, X, Y):
+    def _kernel_matrix(self, X, cache):
+        """The training kernel matrix K: X itself for kernel='precomputed', else built once (kept in `cache`
+        for the reweighted fits of the robust LS-SVM)."""
+        if "K" in cache:
+            return cache["K"]
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        if name == "precomputed":
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
+            K = X
+        else:
+            self._check_dense_memory(X.shape[0], X.dtype.itemsize, copies=2)
+            K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads)
+        cache["K"] = K
+        return K
+
+    def _solve_kernel_matrix(self, X, Y, weights, active, cache):
+        """Eq. 3.16 with lam / v_k on the diagonal, by the core's Cholesky solver on K + eta lam diag(1/v - 1):
+        (1/eta) of it plus lam I is (1/eta) K + lam V^{-1}. Samples of weight 0 leave the system (h_k = 0);
+        their leave-one-out residuals are their plain residuals."""
+        K = self._kernel_matrix(X, cache)
+        dtype = K.dtype
+        system = K if active is None else K[np.ix_(active, active)]
+        system = np.array(system, dtype=dtype, order="C", copy=True)  # the core overwrites its lower triangle
+        if weights is not None:
+            w = weights if active is None else weights[active]
+            system[np.diag_indices_from(system)] += (self.eta * self.lam * (1.0 / w - 1.0)).astype(dtype)
+        Ya = Y if active is None else Y[active]
+        with blas_threads(thread_count(self.n_threads)):
+            H, b, residuals = _core.lssvm_dual_solve(
+                system,
+                np.ascontiguousarray(Ya, dtype=dtype),
+                self.eta,
+                self.lam,
+                self.fit_intercept,
+                self.loo,
+                self.n_threads,
+            )
+        if self.loo and active is not None:
+            out = np.empty((X.shape[0], Y.shape[1]), dtype=residuals.dtype)
+            out[active] = residuals
+            inactive = np.flatnonzero(weights <= 0)
+            out[inactive] = Y[inactive] - (K[np.ix_(inactive, active)] @ H / self.eta + b)
+            residuals = out
+        return H, b, residuals
+
+    def _solve_cg(self, X, Y, weights):
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         result = _pcg.lssvm_pcg_fit(
             X,
@@ -239,30 +378,106 @@ class _LSSVM(BaseEstimator):
             random_state=self.random_state,
             verbose=self.verbose,
             progress=self._progress,
+            sample_weight=weights,
+            give_up_if_slow=self.solver == "auto" and self._dense_fallback_fits(X),
         )
+        if result.too_slow:
+            # solver="auto": the conjugate gradients would not reach tol within max_iter at this conditioning
+            # (small lam against the kernel's scale); the dense factorization fits in memory, so it takes over.
+            self._progress(f"{result.message}; solving by the Cholesky factorization instead")
+            self.solver_ = "cholesky"
+            H, b, _ = self._solve_kernel_matrix(X, Y, weights, None, {})
+            return H, b
         self.n_iter_ = result.n_iter
         self.cg_residuals_ = np.asarray(result.residuals)
         if not result.converged:
-            warnings.warn(
+            warn(
                 f"solver='cg' stopped after {result.n_iter} iterations at relative residual "
                 f"{np.max(result.residuals):.2e} > tol; increase max_iter or preconditioner_rank, or lam",
                 ConvergenceWarning,
-                stacklevel=3,
             )
-        self._store_dual(X, result.H.astype(X.dtype, copy=False), result.b.astype(X.dtype, copy=False))
+        return result.H.astype(X.dtype, copy=False), result.b.astype(X.dtype, copy=False)
+
+    def _dense_fallback_fits(self, X):
+        """Whether two copies of the N x N kernel matrix fit in the memory available now."""
+        try:
+            self._check_dense_memory(X.shape[0], X.dtype.itemsize, copies=2)
+        except MemoryError:
+            return False
+        return True
 
     def _store_dual(self, X, H, b):
         self.dual_coef_ = self.H_ = H
         self.intercept_ = b
-        self.X_fit_ = None if self.kernel == "precomputed" else X
+        if self.kernel == "precomputed":
+            self.X_fit_ = None
+        elif self._X_copy is None or self._X_copy[0] is not X:
+            # A copy: changing the caller's X after fit must not change the model (scikit-learn's copy_X).
+            # The reweighted fits of the robust LS-SVM reuse the copy of the first.
+            self._X_copy = (X, X.copy())
+            self.X_fit_ = self._X_copy[1]
 
-    def _fit_primal(self, X, Y):
-        """Eq. 3.15, centred: with mu and y_mean the means of phi(x_i) and y_i, the bias row gives
-        b = y_mean - W^T mu, and the first block row (sum_i phi_c phi_c^T + lam eta I) W = sum_i phi_c y_c^T."""
+    def _fit_robust(self, X, Y, sample_weight, weights_name, cache):
+        """LS-SVMlab's robustlssvm (Suykens et al. 2002, iterated): from the residuals e_k of the last fit and
+        their robust scale s = 1.483 MAD(e), refit with the weights v_k = w_k v(e_k / s) until the hidden
+        features settle. Several outputs: r_k is the largest |e_kj| / s_j over the outputs j."""
+        base = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+        counted = base > 0
+        weights = base.copy()
+        robust = np.ones(X.shape[0])
+        previous = self._coefficients()
+        for iteration in range(1, ROBUST_MAX_ITER + 1):
+            E = self._training_residuals(X, Y, weights)[counted]
+            centre = np.median(E, axis=0)
+            scale = _MAD_TO_SIGMA * np.median(np.abs(E - centre), axis=0)
+            usable = scale > np.finfo(np.float64).eps * np.abs(E).max(initial=0.0)
+            if not np.any(usable):  # half the residuals vanish: nothing to downweight
+                break
+            ratios = np.abs(E[:, usable]) / scale[usable]
+            robust = np.ones(X.shape[0])
+            robust[counted] = robust_weights(ratios.max(axis=1), weights_name)
+            weights = base * robust
+            self._fit_weighted(X, Y, weights, cache)
+            current = self._coefficients()
+            change = np.linalg.norm(current - previous)
+            previous = current
+            self._progress(
+                f"robust reweighting {iteration}: relative change {change / max(np.linalg.norm(current), 1e-300):.2e}"
+            )
+            if change <= ROBUST_TOL * np.linalg.norm(current):
+                break
+        else:
+            warn(
+                f"robust: the reweighted fits did not settle within {ROBUST_MAX_ITER} iterations (relative change "
+                f"of the coefficients above {ROBUST_TOL:g}); the weights of the last fit are kept",
+                ConvergenceWarning,
+            )
+        self.robust_weights_ = robust
+        self.n_robust_iter_ = iteration
+
+    def _coefficients(self):
+        return np.asarray(self.coef_ if self.solver_ == "primal" else self.dual_coef_, dtype=np.float64)
+
+    def _training_residuals(self, X, Y, weights):
+        """e_k = y_k - yhat(x_k) of the last fit: lam h_k / v_k from the dual's first block row, else predicted."""
+        if self.solver_ == "primal":
+            return Y - self._primal_outputs(X).reshape(Y.shape)
+        H = np.asarray(self.dual_coef_, dtype=np.float64)
+        E = np.zeros_like(H)
+        active = weights > 0
+        E[active] = self.lam * H[active] / weights[active, None]
+        return E
+
+    def _fit_primal(self, X, Y, weights=None):
+        """Eq. 3.15, centred: with mu and y_mean the (weighted) means of phi(x_i) and y_i, the bias row gives
+        b = y_mean - W^T mu, and the first block row (sum_i v_i phi_c phi_c^T + lam eta I) W = sum_i v_i phi_c y_c^T
+        (v_i = 1 without sample weights)."""
         feature_map = self._fitted_feature_map(X)
         threads = thread_count(self.n_threads)
         with blas_threads(threads):
-            if feature_map is not None and primal.streams(feature_map):
+            if weights is not None:
+                moments, cross, y_mean = _weighted_moments(feature_map, X, Y, weights)
+            elif feature_map is not None and primal.streams(feature_map):
                 moments, cross, y_mean = primal.feature_target_moments(feature_map, X, Y)
             else:
                 moments, cross, y_mean = primal.block_target_moments(self._features(feature_map, X), Y)
@@ -296,12 +511,16 @@ class _LSSVM(BaseEstimator):
     def _outputs(self, X):
         """The models of eq. 3.17: W^T phi(x) + b in the primal, (1/eta) sum_j h_j K(x_j, x) + b in the dual."""
         check_is_fitted(self, "intercept_")
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=list(FLOAT_DTYPES), order="C", reset=False)
         dtype = np.result_type(X.dtype, self.intercept_.dtype)
         if self.solver_ == "primal":
+            if sp.issparse(X):
+                raise ValueError("X: this model was fitted by solver='primal', which takes dense X only")
             return self._primal_outputs(X).astype(dtype, copy=False)
         X = X.astype(self.dual_coef_.dtype, copy=False)
         if self.kernel == "precomputed":
+            if sp.issparse(X):
+                raise ValueError("X: precomputed kernel rows must be a dense array, not a scipy.sparse matrix")
             if X.shape[1] != self.dual_coef_.shape[0]:
                 raise ValueError(
                     f"X: precomputed kernel rows need {self.dual_coef_.shape[0]} columns, got {X.shape[1]}"
@@ -327,7 +546,40 @@ class _LSSVM(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed" and self.feature_map is None
         return tags
+
+
+# Rows of X per block of the weighted primal moments.
+_WEIGHTED_BLOCK_ROWS = 4096
+
+
+def _weighted_moments(feature_map, X, Y, weights):
+    """Weighted moments of the primal (eq. 3.15 with per-sample weights v_i): the total weight, the weighted
+    means of phi and y, sum_i v_i phi_c phi_c^T and sum_i v_i phi_c y_c^T, by blocks of rows (shifted by the first
+    block's mean against cancellation). Returns (FeatureMoments with n = sum v, mean, scatter), cross, y_mean."""
+    total = float(weights.sum())
+    shift = shift_y = None
+    s1 = s2 = sy = sxy = None
+    for start in range(0, X.shape[0], _WEIGHTED_BLOCK_ROWS):
+        rows = slice(start, start + _WEIGHTED_BLOCK_ROWS)
+        Phi = np.asarray(_LSSVM._features(feature_map, X[rows]), dtype=np.float64)
+        Yb, w = Y[rows], weights[rows]
+        if shift is None:
+            shift, shift_y = Phi.mean(axis=0), Yb.mean(axis=0)
+            s1, s2 = np.zeros_like(shift), np.zeros((Phi.shape[1], Phi.shape[1]))
+            sy, sxy = np.zeros_like(shift_y), np.zeros((Phi.shape[1], Y.shape[1]))
+        P, Q = Phi - shift, Yb - shift_y
+        Pw = P * w[:, None]
+        s1 += Pw.sum(axis=0)
+        sy += w @ Q
+        s2 += Pw.T @ P
+        sxy += Pw.T @ Q
+    mean_p, mean_q = s1 / total, sy / total
+    scatter = s2 - total * np.outer(mean_p, mean_p)
+    cross = sxy - total * np.outer(mean_p, mean_q)
+    moments = primal.FeatureMoments(n=total, mean=shift + mean_p, scatter=(scatter + scatter.T) / 2)
+    return moments, cross, shift_y + mean_q
 
 
 class LSSVMRegressor(RegressorMixin, _LSSVM):
@@ -442,25 +694,83 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
     True
     """
 
+    _parameter_constraints: dict = {
+        **_LSSVM._parameter_constraints,
+        "robust": [StrOptions(set(ROBUST_WEIGHTS)), None],
+    }
+
+    def __init__(
+        self,
+        *,
+        kernel: str | Kernel = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        lam: float = 1.0,
+        eta: float = 1.0,
+        fit_intercept: bool = True,
+        robust: str | None = None,
+        solver: str = "auto",
+        feature_map: str | object | None = None,
+        mixed_precision: bool = False,
+        preconditioner: str | None = "pivoted_cholesky",
+        preconditioner_rank: int | None = None,
+        kernel_storage: str = "matrix_free",
+        tol: float | None = None,
+        max_iter: int | None = None,
+        loo: bool = False,
+        n_threads: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+    ):
+        super().__init__(
+            kernel=kernel,
+            gamma=gamma,
+            degree=degree,
+            coef0=coef0,
+            lam=lam,
+            eta=eta,
+            fit_intercept=fit_intercept,
+            solver=solver,
+            feature_map=feature_map,
+            mixed_precision=mixed_precision,
+            preconditioner=preconditioner,
+            preconditioner_rank=preconditioner_rank,
+            kernel_storage=kernel_storage,
+            tol=tol,
+            max_iter=max_iter,
+            loo=loo,
+            n_threads=n_threads,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.robust = robust
+
     # prefer_skip_nested_validation=False: the feature_map transformer is not validated yet.
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: ArrayLike, y: ArrayLike) -> LSSVMRegressor:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> LSSVMRegressor:
         """Fit the model (solve eq. 3.16, or eq. 3.15 in the primal).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Or the (n_samples, n_samples) kernel matrix for kernel="precomputed".
+        X : {array-like, scipy.sparse matrix} of shape (n_samples, n_features)
+            Or the (n_samples, n_samples) kernel matrix for kernel="precomputed". Sparse CSR/CSC X needs
+            solver="cholesky" (the kernel matrix is formed by :func:`rkm.kernels.kernel_matrix`).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights v_k of the weighted LS-SVM (Suykens et al. 2002): sample k's squared error
+            counts v_k times, i.e. lam / v_k on its diagonal (LS-SVMlab's per-sample gam * v_k). Weight 2
+            equals the sample twice; weight 0 removes it (h_k = 0). With ``robust``, the robust weights
+            multiply these.
 
         Returns
         -------
         self
         """
-        X, y = validate_data(self, X, y, dtype=list(FLOAT_DTYPES), order="C", multi_output=True, y_numeric=True)
+        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight, multi_output=True, y_numeric=True)
         Y = np.asarray(y, dtype=np.float64)
         self._single_output = Y.ndim == 1
-        self._fit_targets(X, Y.reshape(X.shape[0], -1))
+        self._fit_targets(X, Y.reshape(X.shape[0], -1), sample_weight, robust=self.robust)
         if self.loo:
             self.loo_mse_ = float(np.mean(np.square(self.loo_residuals_, dtype=np.float64)))
             if self._single_output:
@@ -533,6 +843,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
     _parameter_constraints: dict = {
         **_LSSVM._parameter_constraints,
         "coding": [StrOptions(set(CODINGS))],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -546,10 +857,11 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         eta: float = 1.0,
         fit_intercept: bool = True,
         coding: str = "one_vs_all",
+        probability: bool = False,
         solver: str = "auto",
         feature_map: str | object | None = None,
         mixed_precision: bool = False,
-        preconditioner: str | None = "nystrom",
+        preconditioner: str | None = "pivoted_cholesky",
         preconditioner_rank: int | None = None,
         kernel_storage: str = "matrix_free",
         tol: float | None = None,
@@ -581,24 +893,28 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             verbose=verbose,
         )
         self.coding = coding
+        self.probability = probability
 
     # prefer_skip_nested_validation=False: the feature_map transformer is not validated yet.
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: ArrayLike, y: ArrayLike) -> LSSVMClassifier:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> LSSVMClassifier:
         """Fit the classifier (solve eq. 3.22 for the coded labels).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, scipy.sparse matrix} of shape (n_samples, n_features)
             Or the (n_samples, n_samples) kernel matrix for kernel="precomputed".
         y : array-like of shape (n_samples,)
             Class labels (any hashable type scikit-learn accepts: ints, strings, ...).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative per-sample weights of the weighted LS-SVM (lam / v_k on the diagonal, as in
+            :meth:`LSSVMRegressor.fit`); with probability=True they also weight the Platt fits.
 
         Returns
         -------
         self
         """
-        X, y = validate_data(self, X, y, dtype=list(FLOAT_DTYPES), order="C")
+        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
@@ -607,13 +923,17 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         self.codes_ = class_codes(self.classes_.size, self.coding)
         labels = encoder.transform(y)
         Y = self.codes_[labels]
-        self._fit_targets(X, Y)
+        self._fit_targets(X, Y, sample_weight)
         if self.solver_ != "primal":
             self.H_ = Y.astype(self.dual_coef_.dtype) * self.dual_coef_  # h_i = D_yi h_D,i
         if self.loo:
             # The codeword nearest each leave-one-out output (+-1 codewords have equal norms).
             loo_scores = (Y - self.loo_residuals_) @ self.codes_.T
             self.loo_error_ = float(np.mean(np.argmax(loo_scores, axis=1) != labels))
+        if self.probability:
+            # Platt scaling on decision values of held-out folds, as SVC(probability=True) does.
+            folds = clone(self).set_params(probability=False, loo=False, verbose=0)
+            self.calibration_ = fit_platt(folds, X, y, sample_weight=sample_weight, cv=PROBABILITY_FOLDS)
         return self
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:
@@ -632,3 +952,35 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         scores = self.decision_function(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[indices]
+
+    def _check_probability(self):
+        if not self.probability:
+            raise AttributeError(
+                "predict_proba is available when probability=True (Platt scaling fitted during fit, as SVC)"
+            )
+        return True
+
+    @available_if(_check_probability)
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
+        """Class probabilities by Platt scaling (probability=True).
+
+        One sigmoid 1 / (1 + exp(a f + b)) per output of :meth:`decision_function` f, fitted by Platt's
+        maximum likelihood on the decision values of a 5-fold stratified internal cross-validation (clones
+        fitted on four fifths, scored on the rest), as ``SVC(probability=True)`` and
+        ``CalibratedClassifierCV(method="sigmoid", cv=5, ensemble=False)`` do; more than two classes: the
+        classes' sigmoids normalised to sum to 1. The folds cost five more fits during ``fit``. The argmax of
+        the probabilities can differ from :meth:`predict` near the decision boundary (as with SVC).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        check_is_fitted(self, "calibration_")
+        return self.calibration_.predict_proba(self.decision_function(X))
+
+    @available_if(_check_probability)
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
