@@ -9,7 +9,7 @@ from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.exceptions import ConvergenceWarning, PositiveSpectrumWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from rkm import KernelPCA, _core, datasets
+from rkm import KernelPCA, _core, datasets, exceptions
 from rkm._utils import validation
 from rkm._utils.eigen import fit_memory_bytes as _fit_memory_bytes
 from rkm.features import Nystroem, RandomFourierFeatures
@@ -128,9 +128,12 @@ def test_random_state_makes_krylov_deterministic(blobs):
 
 
 def test_krylov_non_convergence_warns(blobs):
-    with pytest.warns(ConvergenceWarning, match="block products"):
+    with pytest.warns(exceptions.ConvergenceWarning, match="block products") as record:
         model = KernelPCA(5, gamma=0.05, solver="krylov", max_iter=1, tol=1e-14, random_state=0).fit(blobs)
     assert model.n_iter_ == 1 and model.eigen_residuals_.max() > 1e-14
+    # rkm's class (a subclass of scikit-learn's), attributed to the user's line, not to rkm's code
+    assert issubclass(exceptions.ConvergenceWarning, ConvergenceWarning)
+    assert all(w.filename == __file__ for w in record if issubclass(w.category, exceptions.ConvergenceWarning))
 
 
 # The learned ridge map is fitted on the noisy points themselves, so it removes less noise than the
@@ -285,8 +288,9 @@ def test_asymmetric_precomputed_kernel_is_rejected(rng):
 @pytest.mark.parametrize("gamma", [1e-12, 1e-8])
 def test_float32_kernel_below_precision_warns(gamma):
     X = (datasets.load_digits().data[:600] / 16.0).astype(np.float32)
-    with pytest.warns(RuntimeWarning, match="float32 rounding error.*use float64"):
+    with pytest.warns(exceptions.PrecisionWarning, match="float32 rounding error.*use float64") as record:
         KernelPCA(5, gamma=gamma, random_state=0).fit(X)
+    assert {w.filename for w in record if w.category is exceptions.PrecisionWarning} == {__file__}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         KernelPCA(5, gamma=gamma, random_state=0).fit(X.astype(np.float64))
@@ -332,8 +336,9 @@ def test_memory_guard_counts_the_solver_workspace(monkeypatch, rng):
 
 def test_large_dense_solve_warns_with_its_expected_time(monkeypatch, blobs):
     monkeypatch.setattr(kpca, "_DENSE_WARN_SAMPLES", 1000)
-    with pytest.warns(RuntimeWarning, match=r"about \d+ min here .* cannot be interrupted"):
+    with pytest.warns(exceptions.PerformanceWarning, match=r"about \d+ min here .* cannot be interrupted") as record:
         KernelPCA(5, gamma=0.05, solver="dense").fit(blobs)
+    assert {w.filename for w in record if w.category is exceptions.PerformanceWarning} == {__file__}
 
 
 def test_unknown_kernel_error_lists_precomputed(blobs):
@@ -559,3 +564,121 @@ def test_an_error_in_the_progress_callback_stops_the_solver(blobs):
 def test_matrix_free_needs_a_number_of_components():
     with pytest.raises(ValueError, match="n_components: kernel_storage='matrix_free' needs"):
         KernelPCA(kernel_storage="matrix_free").fit(np.random.default_rng(0).random((50, 3)))
+
+
+# ------------------------------------------------------------------ callable kernels, sparse input, copies
+
+
+def _pairwise(f):
+    """scikit-learn's per-pair callable f(x, y) as rkm's Gram-matrix callable."""
+    return lambda A, B: pairwise_kernels(A, B, metric=f)
+
+
+def _chi2_like(x, y):
+    return float(np.exp(-0.5 * np.sum(np.abs(x - y))) + 0.1 * np.dot(x, y))
+
+
+@pytest.mark.parametrize("solver", ["dense", "krylov"])
+def test_callable_kernel_matches_sklearn_kernel_pca(rng, solver):
+    X = rng.normal(size=(120, 4))
+    Xt = rng.normal(size=(30, 4))
+    ours = KernelPCA(5, kernel=_pairwise(_chi2_like), solver=solver, scaling="sklearn", random_state=0).fit(X)
+    theirs = SklearnKernelPCA(5, kernel=_chi2_like, eigen_solver="dense").fit(X)
+    np.testing.assert_allclose(ours.eigenvalues_, theirs.eigenvalues_, rtol=1e-9)
+    Z, Z_ref = ours.transform(Xt), theirs.transform(Xt)
+    np.testing.assert_allclose(_align_signs(Z, Z_ref), Z_ref, rtol=1e-7, atol=1e-9 * np.abs(Z_ref).max())
+    assert ours.kernel_storage_ == "dense" and ours.preimage_ == "smoother"
+    assert ours.inverse_transform(Z).shape == Xt.shape
+
+
+def test_callable_kernel_equals_the_named_kernel(blobs):
+    X = blobs[:300]
+    named = KernelPCA(4, gamma=0.05, random_state=0).fit(X)
+    func = KernelPCA(4, kernel=lambda A, B: kernel_matrix(A, B, gamma=0.05), random_state=0).fit(X)
+    np.testing.assert_allclose(func.eigenvalues_, named.eigenvalues_, rtol=1e-12)
+    np.testing.assert_allclose(func.transform(X[:20]), named.transform(X[:20]), rtol=1e-8, atol=1e-10)
+
+
+def test_callable_kernel_errors_name_the_argument(rng):
+    X = rng.normal(size=(30, 3))
+    with pytest.raises(ValueError, match="kernel: the callable's Gram matrix .* must be symmetric"):
+        KernelPCA(2, kernel=lambda A, B: rng.random((A.shape[0], B.shape[0]))).fit(X)
+    with pytest.raises(ValueError, match="kernel: the callable must return the Gram matrix of shape"):
+        KernelPCA(2, kernel=lambda A, B: np.eye(3)).fit(X)
+    with pytest.raises(ValueError, match="kernel_storage: 'matrix_free' .* cannot call a Python kernel function"):
+        KernelPCA(2, kernel=lambda A, B: A @ B.T, kernel_storage="matrix_free").fit(X)
+    with pytest.raises(ValueError, match="preimage: 'fixed_point' needs the rbf kernel"):
+        KernelPCA(2, kernel=lambda A, B: A @ B.T, preimage="fixed_point").fit(X)
+
+
+def _sparse_counts(rng, n, d=40):
+    return rng.poisson(0.3, size=(n, d)).astype(float)
+
+
+@pytest.mark.parametrize(
+    "kernel, params", [("rbf", dict(gamma=0.1)), ("linear", {}), ("poly", dict(gamma=0.1, degree=2)), ("cosine", {})]
+)
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_input_matches_sklearn_kernel_pca(rng, kernel, params, fmt):
+    import scipy.sparse as sp
+
+    X, Xt = _sparse_counts(rng, 150), _sparse_counts(rng, 20)
+    Xs = sp.csr_matrix(X).asformat(fmt)
+    ours = KernelPCA(5, kernel=kernel, scaling="sklearn", random_state=0, **params).fit(Xs)
+    theirs = SklearnKernelPCA(5, kernel=kernel, eigen_solver="dense", **params).fit(Xs)
+    np.testing.assert_allclose(ours.eigenvalues_, theirs.eigenvalues_, rtol=1e-9)
+    Z_ref = theirs.transform(sp.csr_matrix(Xt))
+    for Xnew in (sp.csr_matrix(Xt), Xt):
+        Z = ours.transform(Xnew)
+        np.testing.assert_allclose(_align_signs(Z, Z_ref), Z_ref, rtol=1e-7, atol=1e-9 * np.abs(Z_ref).max())
+    dense = KernelPCA(5, kernel=kernel, scaling="sklearn", random_state=0, **params).fit(X)
+    np.testing.assert_allclose(ours.transform(Xt), dense.transform(Xt), rtol=1e-9, atol=1e-10)
+
+
+def test_sparse_fingerprints_with_the_tanimoto_kernel(rng):
+    import scipy.sparse as sp
+
+    fp = (rng.random((200, 512)) < 0.03).astype(float)
+    ours = KernelPCA(4, kernel="tanimoto", random_state=0).fit(sp.csr_matrix(fp))
+    dense = KernelPCA(4, kernel="tanimoto", random_state=0).fit(fp)
+    np.testing.assert_allclose(ours.eigenvalues_, dense.eigenvalues_, rtol=1e-12)
+    np.testing.assert_allclose(ours.transform(sp.csr_matrix(fp[:10])), dense.transform(fp[:10]), atol=1e-10)
+    assert ours.preimage_ is None
+    with pytest.raises(ValueError, match="inverse_transform: input-space pre-images need the dense training set"):
+        ours.inverse_transform(ours.transform(sp.csr_matrix(fp[:2])))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(kernel_storage="matrix_free"), "kernel_storage: 'matrix_free' needs dense X"),
+        (dict(feature_map=Nystroem(10, random_state=0)), "feature_map: sparse X is not supported"),
+        (dict(preimage="smoother"), "preimage: 'smoother' computes input-space pre-images"),
+        (dict(kernel="precomputed"), "X: a precomputed kernel must be a dense array"),
+    ],
+)
+def test_sparse_input_errors_name_the_argument(rng, params, match):
+    import scipy.sparse as sp
+
+    with pytest.raises((ValueError, TypeError), match=match):
+        KernelPCA(2, **params).fit(sp.csr_matrix(_sparse_counts(rng, 30, 30)))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(),
+        dict(kernel_storage="matrix_free"),
+        dict(feature_map=Nystroem(20, gamma=0.05, random_state=0)),
+        dict(preimage="ridge"),
+    ],
+)
+def test_training_data_is_copied(blobs, params):
+    X = blobs[:250].copy()
+    model = KernelPCA(3, gamma=0.05, random_state=0, **params).fit(X)
+    X_new = blobs[250:270].copy()
+    before, before_pre = model.transform(X_new), model.inverse_transform(model.transform(X_new))
+    assert model.X_fit_ is not X
+    X[:] = 0.0
+    np.testing.assert_array_equal(model.transform(X_new), before)
+    np.testing.assert_array_equal(model.inverse_transform(model.transform(X_new)), before_pre)
