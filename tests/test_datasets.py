@@ -387,7 +387,7 @@ def test_make_sprites_shapes_and_dtypes():
     assert factors.shape == (50, 5) and factors.dtype == np.float64
     images, _ = datasets.make_sprites(3, random_state=0, dtype=np.float64)
     assert images.dtype == np.float64
-    noisy, _ = datasets.make_sprites(3, random_state=0, noise="background")
+    noisy, _ = datasets.make_sprites(3, random_state=0, noise="uniform")
     assert noisy.shape == (3, 64, 64, 3) and noisy.dtype == np.float32
 
 
@@ -518,21 +518,65 @@ def test_sprite_orientation_turns_counter_clockwise():
     assert lobe_starts.sum() == 2
 
 
-def test_noisy_sprites():
+def _noisy_sprites(noise):
+    """(binary images, noisy images, the sprite mask broadcast to the noisy shape) of 300 seeded sprites."""
     images, factors = datasets.make_sprites(300, random_state=3)
-    noisy, noisy_factors = datasets.make_sprites(300, random_state=3, noise="background")
+    noisy, noisy_factors = datasets.make_sprites(300, random_state=3, noise=noise)
     np.testing.assert_array_equal(factors, noisy_factors)
+    assert noisy.shape == (300, 64, 64, 3) and noisy.dtype == np.float32
     sprite = np.broadcast_to(images[..., None] == 1.0, noisy.shape)
+    # The sprite is 1 in every channel; the three channels carry independent noise.
     assert np.all(noisy[sprite] == 1.0)
+    assert not np.array_equal(noisy[..., 0], noisy[..., 1])
+    again, _ = datasets.make_sprites(300, random_state=3, noise=noise)
+    np.testing.assert_array_equal(noisy, again)
+    return noisy, sprite
+
+
+def test_noisy_dsprites_is_disentanglement_libs_uniform_noise():
+    noisy, sprite = _noisy_sprites("uniform")
+    background = noisy[~sprite].astype(np.float64)
+    assert background.size > 3_000_000
+    # disentanglement_lib's NoisyDSprites: minimum(image + U[0, 1), 1), so the background is U[0, 1): mean 1/2,
+    # variance 1/12 (standard errors 1 / sqrt(12 n) for the mean, about 0.075 / sqrt(n) for the variance).
+    assert background.min() >= 0.0 and background.max() <= 1.0
+    assert abs(background.mean() - 0.5) < 5.0 / np.sqrt(12.0 * background.size)
+    assert abs(background.var() - 1.0 / 12.0) < 5.0 * 0.075 / np.sqrt(background.size)
+    # Clipping at 1: image + noise exceeds 1 only on the sprite, so no background pixel is 1 (a float32 draw rounds
+    # up to 1 with probability 2^-25 per pixel) and every sprite pixel is exactly 1, never 1 + u.
+    assert np.count_nonzero(background == 1.0) <= 1
+    assert noisy.max() == 1.0
+    # The uniform noise is clipped, not replaced: its draw is the same as disentanglement_lib's
+    # random_state.uniform(0, 1, (n, 64, 64, 3)) after the factors are drawn from the same RandomState.
+    rng = np.random.RandomState(3)
+    rng.randint(737_280, size=300)
+    expected_background = rng.uniform(0.0, 1.0, (300, 64, 64, 3)).astype(np.float32)[~sprite]
+    np.testing.assert_array_equal(noisy[~sprite], expected_background)
+
+
+def test_gaussian_background_sprites():
+    noisy, sprite = _noisy_sprites("gaussian")
     background = noisy[~sprite].astype(np.float64)
     assert background.size > 3_000_000
     # Standard errors: 1 / sqrt(n) for the mean, about 1 / sqrt(2n) for the std.
     assert abs(background.mean()) < 5.0 / np.sqrt(background.size)
     assert abs(background.std() - 1.0) < 5.0 / np.sqrt(2.0 * background.size)
-    # The three channels carry independent noise.
-    assert not np.array_equal(noisy[..., 0], noisy[..., 1])
-    again, _ = datasets.make_sprites(300, random_state=3, noise="background")
-    np.testing.assert_array_equal(noisy, again)
+    uniform, _ = _noisy_sprites("uniform")
+    # 12 times the background variance of noisy dSprites (1 against 1/12).
+    ratio = background.var() / uniform[~sprite].astype(np.float64).var()
+    assert ratio == pytest.approx(12.0, rel=0.01)
+
+
+def test_background_is_the_old_name_of_gaussian():
+    gaussian, _ = datasets.make_sprites(20, random_state=3, noise="gaussian")
+    with pytest.warns(FutureWarning, match="noise='gaussian'") as record:
+        background, _ = datasets.make_sprites(20, random_state=3, noise="background")
+    np.testing.assert_array_equal(background, gaussian)
+    # The warning names the caller's line, not rkm's.
+    assert record[0].filename == __file__
+    with pytest.warns(FutureWarning):
+        grid = datasets.SpriteGrid("background", random_state=0)
+    assert grid.noise == "gaussian"
 
 
 @pytest.fixture(scope="module")
@@ -583,8 +627,9 @@ def test_sprite_grid_rejects_bad_indices(sprite_grid):
         next(grid.batches(0))
 
 
-def test_noisy_sprite_grid():
-    grid, _ = datasets.make_sprites(None, random_state=0, noise="background")
+@pytest.mark.parametrize("noise", ["uniform", "gaussian"])
+def test_noisy_sprite_grid(noise):
+    grid, _ = datasets.make_sprites(None, random_state=0, noise=noise)
     assert grid.shape == (SPRITE_GRID_SIZE, 64, 64, 3)
     images = grid[[7, 300_000, 8]]
     assert images.shape == (3, 64, 64, 3) and images.dtype == np.float32
@@ -594,10 +639,15 @@ def test_noisy_sprite_grid():
     sprite = datasets.render_sprites(grid.factors[[7, 300_000, 8]]) == 1.0
     assert np.all(images[sprite] == 1.0)
     assert not np.array_equal(images[0], images[2])
-    same = datasets.SpriteGrid("background", random_state=0, dtype=np.float64)
+    same = datasets.SpriteGrid(noise, random_state=0, dtype=np.float64)
     np.testing.assert_array_equal(same[7].astype(np.float32), images[0])
-    other = datasets.SpriteGrid("background", random_state=1)
+    other = datasets.SpriteGrid(noise, random_state=1)
     assert not np.array_equal(other[7], images[0])
+    background = images[~sprite]
+    if noise == "uniform":
+        assert background.min() >= 0.0 and background.max() <= 1.0
+    else:
+        assert background.min() < 0.0 < 1.0 < background.max()
 
 
 @pytest.mark.parametrize("n_samples", [0, -1, 2.5, True, "10", np.nan])
@@ -606,7 +656,7 @@ def test_make_sprites_rejects_bad_n_samples(n_samples):
         datasets.make_sprites(n_samples)
 
 
-@pytest.mark.parametrize("noise", ["gaussian", "Background", 0.1, True, np.array(["background"])])
+@pytest.mark.parametrize("noise", ["noisy", "Uniform", "Background", 0.1, True, np.array(["uniform"])])
 def test_sprites_reject_bad_noise(noise):
     with pytest.raises(ValueError, match="noise"):
         datasets.make_sprites(5, noise=noise)

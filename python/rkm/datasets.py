@@ -29,6 +29,10 @@ y^3`` (tip down at orientation 0) scaled by 1/1.25 about the centre
 sprite counter-clockwise on screen by ``theta``: each pixel centre is rotated
 by ``-theta`` into the sprite's frame. A pixel is 1 when its centre lies in
 the sprite (no anti-aliasing), so one factor value always gives one image.
+Noisy dSprites (``noise="uniform"``) is disentanglement_lib's: uniform
+[0, 1) noise added to every pixel of 3 channels and clipped at 1; the
+standard normal background that Constr-DRKM's text describes is
+``noise="gaussian"``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ import numpy as np
 import sklearn.datasets
 from numpy.typing import ArrayLike, DTypeLike
 from sklearn.utils import Bunch, check_random_state
+
+from rkm._utils.warn import warn
 
 # What the generators accept as random_state, as scikit-learn's check_random_state does.
 RandomState = int | np.random.RandomState | None
@@ -668,12 +674,30 @@ _ELLIPSE_ASPECT = 2.0
 # Tolerance when matching given factor values to the grid: far below its
 # finest step (2 pi / 39 ~ 0.16), far above float rounding of the values.
 _FACTOR_ATOL = 1e-6
+# The noisy variants of make_sprites: disentanglement_lib's noisy dSprites and the standard normal background.
+_SPRITE_NOISES = ("uniform", "gaussian")
 
 
 def _check_noise(noise):
-    if not (noise is None or (isinstance(noise, str) and noise == "background")):
-        raise ValueError(f"noise: must be None or 'background', got {noise!r}")
+    """The sprites' noise option: None, "uniform" or "gaussian" ("background", its old name, warns)."""
+    if isinstance(noise, str) and noise == "background":
+        warn(
+            "noise='background' is the standard normal background, now called noise='gaussian'; noisy dSprites as "
+            "disentanglement_lib generates it (uniform [0, 1) noise added to every pixel, clipped at 1) is "
+            "noise='uniform'. 'background' will be removed",
+            FutureWarning,
+        )
+        return "gaussian"
+    if not (noise is None or (isinstance(noise, str) and noise in _SPRITE_NOISES)):
+        raise ValueError(f"noise: must be None, 'uniform' or 'gaussian', got {noise!r}")
     return noise
+
+
+def _draw_noise(rng, noise, shape):
+    """Noise of the kind `noise` ("uniform": U[0, 1), "gaussian": N(0, 1)) from `rng` (RandomState or Generator)."""
+    if noise == "uniform":
+        return rng.uniform(0.0, 1.0, shape)
+    return rng.standard_normal(shape)
 
 
 def _check_image_dtype(dtype):
@@ -799,14 +823,19 @@ def _render_masks(indices):
     return masks
 
 
-def _paint(masks, background, dtype):
+def _paint(masks, background, dtype, noise=None):
     """Binary images, or sprites of ones on a given background.
 
     ``background`` is None for binary images of shape (n, 64, 64), else
-    noise of shape (n, 64, 64, 3) whose pixels under the sprite become 1.
+    noise of shape (n, 64, 64, 3). With ``noise="uniform"`` it is added to
+    every pixel and the sum clipped at 1, as disentanglement_lib's
+    NoisyDSprites does (``minimum(image + noise, 1)``); with "gaussian" the
+    pixels under the sprite become 1 and the others keep the noise.
     """
     if background is None:
         return masks.astype(dtype)
+    if noise == "uniform":
+        return np.minimum(masks[..., None] + background, 1.0).astype(dtype)
     return np.where(masks[..., None], 1.0, background).astype(dtype)
 
 
@@ -842,10 +871,11 @@ class SpriteGrid:
 
     Parameters
     ----------
-    noise : {None, 'background'}, default=None
-        None for binary images of shape (64, 64); 'background' for images
-        of shape (64, 64, 3) whose background pixels are standard normal,
-        see :func:`make_sprites`. The noise of image ``i`` is drawn from its
+    noise : {None, 'uniform', 'gaussian'}, default=None
+        None for binary images of shape (64, 64); 'uniform' (noisy dSprites
+        as disentanglement_lib generates it) or 'gaussian' (a standard
+        normal background) for images of shape (64, 64, 3), see
+        :func:`make_sprites`. The noise of image ``i`` is drawn from its
         own generator, seeded by ``i`` and a seed drawn from
         ``random_state``, so it does not depend on how the image is reached
         (alone, in a slice or in a batch).
@@ -919,14 +949,14 @@ class SpriteGrid:
 
     def _render(self, rows):
         masks = _render_masks(self.factor_indices[rows])
-        return _paint(masks, self._noise(rows), self.dtype)
+        return _paint(masks, self._noise(rows), self.dtype, self.noise)
 
     def _noise(self, rows):
         if self.noise is None:
             return None
         noise = np.empty((len(rows), _SPRITE_PIXELS, _SPRITE_PIXELS, 3))
         for k, row in enumerate(rows):
-            noise[k] = np.random.default_rng([self._seed, row]).standard_normal(noise.shape[1:])
+            noise[k] = _draw_noise(np.random.default_rng([self._seed, row]), self.noise, noise.shape[1:])
         return noise
 
 
@@ -952,13 +982,25 @@ def make_sprites(
         grid points (as disentanglement_lib samples factors). None returns
         the whole grid, in the dSprites order, as a lazy :class:`SpriteGrid`.
     random_state : int, RandomState instance or None, default=None
-        Seed of the grid points drawn, then of the background noise.
-    noise : {None, 'background'}, default=None
-        None gives binary images. 'background' gives the noisy dSprites of
-        Locatello et al. (2019) as Constr-DRKM (Tonin et al., 2021, section
-        5.3) describes it: 3-channel images whose background pixels are
-        replaced by independent standard normal samples (each channel its
-        own) and whose sprite pixels are 1 in every channel.
+        Seed of the grid points drawn, then of the noise.
+    noise : {None, 'uniform', 'gaussian'}, default=None
+        None gives binary images. The two noisy variants give 3-channel
+        images (each channel its own noise) whose sprite pixels are 1 in
+        every channel:
+
+        - 'uniform' is **noisy dSprites** as disentanglement_lib (Locatello
+          et al., 2019; ``noisy_dsprites``, class ``NoisyDSprites``)
+          generates it: uniform [0, 1) noise is added to every pixel and
+          the sum clipped at 1, so the background is U[0, 1) (mean 1/2,
+          variance 1/12) and the sprite stays 1. The published noisy
+          dSprites scores come from this variant.
+        - 'gaussian' replaces the background pixels by standard normal
+          samples (mean 0, variance 1: 12 times the variance of
+          'uniform'), as the text of Constr-DRKM (Tonin et al., 2021,
+          section 5.3) describes noisy dSprites.
+
+        'background', this variant's former name, still gives 'gaussian'
+        with a FutureWarning.
     dtype : {numpy.float32, numpy.float64}, default=numpy.float32
         Data type of the images.
 
@@ -966,7 +1008,7 @@ def make_sprites(
     -------
     images : ndarray or SpriteGrid
         Shape (n_samples, 64, 64) without noise, (n_samples, 64, 64, 3)
-        (channels last, like disentanglement_lib) with background noise; a
+        (channels last, like disentanglement_lib) with noise; a
         :class:`SpriteGrid` of 737 280 images when ``n_samples`` is None.
     factors : ndarray of shape (n_samples, 5), float64
         Factor values in the order (shape, scale, orientation, pos_x, pos_y):
@@ -983,6 +1025,9 @@ def make_sprites(
     >>> images.shape, factors.shape
     ((1000, 64, 64), (1000, 5))
     >>> labels = sprites_factor_indices(factors)
+    >>> noisy, _ = make_sprites(1000, random_state=0, noise="uniform")  # noisy dSprites
+    >>> noisy.shape
+    (1000, 64, 64, 3)
     """
     noise = _check_noise(noise)
     dtype = _check_image_dtype(dtype)
@@ -1000,7 +1045,7 @@ def make_sprites(
     # is the same as one draw for all images.
     for start in range(0, n_samples, _RENDER_BATCH):
         batch = masks[start : start + _RENDER_BATCH]
-        images[start : start + len(batch)] = _paint(batch, rng.standard_normal((*batch.shape, 3)), dtype)
+        images[start : start + len(batch)] = _paint(batch, _draw_noise(rng, noise, (*batch.shape, 3)), dtype, noise)
     return images, _factor_values(indices)
 
 
