@@ -5,6 +5,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 from scipy.stats import norm
 from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import KernelDensity
@@ -197,9 +198,11 @@ def test_bad_data_name_the_argument(rng):
         model.pmf(rng.normal(size=(4, 3)))
     with pytest.raises(ValueError, match="X contains NaN"):
         model.score_samples(X_nan)
+    # Far candidates: normalized in the log domain (equal points, equal mass), finite log-densities.
+    np.testing.assert_allclose(model.pmf(np.full((2, 2), 1e3)), [0.5, 0.5], rtol=1e-12)
+    assert np.all(np.isfinite(model.score_samples(np.full((2, 2), 1e3))))
     with pytest.raises(ValueError, match="X: the kernel vanishes between every candidate and every training point"):
-        model.pmf(np.full((2, 2), 1e3))
-    assert np.all(model.score_samples(np.full((2, 2), 1e3)) == -np.inf)  # documented: underflow gives -inf
+        KernelPMF(kernel="precomputed").fit(kernel_matrix(X, gamma=1.0)).pmf(np.zeros((2, 20)))
     K = kernel_matrix(X, gamma=1.0)
     with pytest.raises(ValueError, match="X: Negative values in data"):
         KernelPMF(kernel="precomputed").fit(K - 0.5)
@@ -210,3 +213,91 @@ def test_bad_data_name_the_argument(rng):
     pre = KernelPMF(kernel="precomputed").fit(K)
     with pytest.raises(ValueError, match="X has 10 features, but KernelPMF is expecting 20"):
         pre.pmf(K[:, :10])
+
+
+# ---------------------------------------------------------------- the log domain far from the data
+
+
+def _log_density_oracle(X_fit, X, gamma, name="rbf"):
+    """log f(x) by log-sum-exp in NumPy: the Parzen density of the class docstring."""
+    diff = X[:, None, :] - X_fit[None, :, :]
+    d = (diff**2).sum(-1) if name == "rbf" else np.abs(diff).sum(-1)
+    d_features = X.shape[1]
+    log_integral = 0.5 * d_features * np.log(np.pi / gamma) if name == "rbf" else d_features * np.log(2.0 / gamma)
+    return logsumexp(-gamma * d, axis=1) - np.log(X_fit.shape[0]) - log_integral
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_score_samples_far_from_the_data_is_finite_and_exact(kernel):
+    X = np.random.default_rng(0).normal(size=(200, 10))  # the issue's reproduction
+    model = KernelPMF(kernel=kernel, gamma=0.5).fit(X)
+    far = X + 20.0
+    scores = model.score_samples(far)
+    assert np.all(np.isfinite(scores))
+    np.testing.assert_allclose(scores, _log_density_oracle(X, far, 0.5, kernel), rtol=1e-12)
+    # Near the data both paths give the oracle (and scikit-learn's KernelDensity for rbf).
+    np.testing.assert_allclose(model.score_samples(X), _log_density_oracle(X, X, 0.5, kernel), rtol=1e-12)
+    if kernel == "rbf":
+        kde = KernelDensity(bandwidth=1.0, kernel="gaussian").fit(X)
+        np.testing.assert_allclose(model.score_samples(X), kde.score_samples(X), rtol=1e-12)
+        assert np.all(np.isfinite(kde.score_samples(far)))
+
+
+def test_log_domain_and_direct_sums_agree_where_both_apply(rng, monkeypatch):
+    from rkm.shallow import pmf
+
+    X, X_new = rng.normal(size=(300, 3)), rng.normal(scale=3.0, size=(40, 3))
+    model = KernelPMF(gamma=0.7).fit(X)
+    direct, direct_pmf = model.score_samples(X_new), model.pmf(X_new)
+    monkeypatch.setattr(pmf, "_LOG_DOMAIN_BELOW", np.inf)  # every sum through log-sum-exp
+    np.testing.assert_allclose(model.score_samples(X_new), direct, rtol=1e-12)
+    np.testing.assert_allclose(model.pmf(X_new), direct_pmf, rtol=1e-10)
+
+
+def test_pmf_of_far_candidates_in_the_log_domain(rng):
+    X = rng.normal(size=(100, 2))
+    model = KernelPMF(gamma=2.0).fit(X)
+    candidates = np.array([[50.0, 0.0], [51.0, 0.0], [60.0, 0.0]])
+    p = model.pmf(candidates)
+    log_f = _log_density_oracle(X, candidates, 2.0)
+    np.testing.assert_allclose(p, np.exp(log_f - logsumexp(log_f)), rtol=1e-10)
+    assert p.sum() == pytest.approx(1.0) and p[0] > p[1] > p[2]
+
+
+# ---------------------------------------------------------------- callable kernels, sparse input, copies
+
+
+def test_callable_kernel_equals_the_named_kernel(rng):
+    X, X_new = rng.normal(size=(150, 2)), rng.normal(size=(20, 2))
+    named = KernelPMF(gamma=0.8).fit(X)
+    func = KernelPMF(kernel=lambda A, B: kernel_matrix(A, B, gamma=0.8)).fit(X)
+    np.testing.assert_allclose(func.p_, named.p_, rtol=1e-12)
+    np.testing.assert_allclose(func.pmf(X_new), named.pmf(X_new), rtol=1e-12)
+    assert not hasattr(func, "score_samples")  # no integral known: no density
+    with pytest.raises(ValueError, match="kernel: the callable returned negative values"):
+        KernelPMF(kernel=lambda A, B: A @ B.T).fit(X)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_sparse_input_equals_dense(rng, kernel):
+    import scipy.sparse as sp
+
+    X = rng.random((120, 15)) * (rng.random((120, 15)) < 0.3)
+    X_new = rng.random((20, 15)) * (rng.random((20, 15)) < 0.3)
+    dense = KernelPMF(kernel=kernel, gamma=0.5).fit(X)
+    sparse = KernelPMF(kernel=kernel, gamma=0.5).fit(sp.csr_matrix(X))
+    np.testing.assert_allclose(sparse.p_, dense.p_, rtol=1e-12)
+    np.testing.assert_allclose(sparse.score_samples(sp.csc_matrix(X_new)), dense.score_samples(X_new), rtol=1e-12)
+    far = sp.csr_matrix(X_new + 30.0)
+    np.testing.assert_allclose(sparse.score_samples(far), dense.score_samples(X_new + 30.0), rtol=1e-10)
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        KernelPMF(kernel="precomputed").fit(sp.csr_matrix(np.eye(3)))
+
+
+def test_training_points_are_copied(rng):
+    X, X_new = rng.normal(size=(100, 2)), rng.normal(size=(10, 2))
+    model = KernelPMF(gamma=0.5).fit(X)
+    before = model.score_samples(X_new)
+    assert model.X_fit_ is not X
+    X[:] = 0.0
+    np.testing.assert_array_equal(model.score_samples(X_new), before)

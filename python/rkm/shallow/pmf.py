@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
+from scipy.spatial.distance import cdist
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.metrics.pairwise import euclidean_distances, manhattan_distances
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm._utils.validation import FLOAT_DTYPES, N_THREADS, POSITIVE, kernel_name_options
-from rkm.kernels import Kernel, kernel_product, model_kernel_spec, names_with
+from rkm.kernels import Kernel, is_callable_kernel, kernel_matrix, kernel_product, model_kernel_spec, names_with
 
 # Kernels that are nonnegative on every input (so that p_i >= 0, eq. 3.35) and integrable, so that they also
 # give a density.
 _DENSITY_KERNELS = names_with("density")
+
+
+# Kernel sums below this are recomputed in the log domain (log-sum-exp over -gamma d(x, x_j)): far from the data
+# the single kernel values underflow, to subnormals (losing digits) and then to 0.
+_LOG_DOMAIN_BELOW = 1e-200
+# Bytes of one block of distances in the log-domain pass.
+_BLOCK_BYTES = 32 * 2**20
+
+
+def _distances(name, A, B):
+    """-log k / gamma for the rows of A against those of B: squared Euclidean (rbf) or L1 (laplacian)."""
+    if sp.issparse(A) or sp.issparse(B):
+        if name == "rbf":
+            return euclidean_distances(A, B, squared=True)
+        return manhattan_distances(A, B)
+    return cdist(A, B, metric="sqeuclidean" if name == "rbf" else "cityblock")
 
 
 def _log_kernel_integral(name, gamma, n_features):
@@ -48,18 +70,28 @@ class KernelPMF(BaseEstimator):
       with gamma = 1 / h equals its ``kernel="exponential"``.
 
     The kernel sums are streamed: the N_new x N kernel matrix is never stored. They are accumulated in double
-    precision whatever the input dtype, and the results are float64.
+    precision whatever the input dtype, and the results are float64. Where a sum underflows (a point far from
+    every training point: below 1e-200), ``score_samples`` and ``pmf`` recompute it in the log domain,
+    log sum_j exp(-gamma d(x_j, x)) by log-sum-exp, so that the log-density stays finite, as
+    scikit-learn's KernelDensity.
+
+    Sparse X (scipy.sparse CSR/CSC) is accepted by the named kernels and a callable; a callable kernel
+    ``kernel(A, B) -> Gram matrix`` (the convention of :func:`rkm.kernels.kernel_matrix`) must be
+    nonnegative; like a precomputed kernel it has no density (no ``score_samples`` / ``score``). The
+    training points are copied (``X_fit_``).
 
     The model has no defining parameter: every parameter is keyword-only.
 
     Parameters
     ----------
-    kernel : {"rbf", "laplacian", "precomputed"} or Kernel, default="rbf"
+    kernel : {"rbf", "laplacian", "precomputed"}, Kernel or callable, default="rbf"
         Alias "gaussian" (rbf) is accepted. "rbf" is exp(-gamma ||x - y||^2), "laplacian" exp(-gamma
         ||x - y||_1): the kernels that are nonnegative everywhere (so that p_i >= 0) and integrable (so that
         they give a density). "precomputed": ``fit`` takes the N x N kernel matrix of the training points
         and ``pmf`` the kernel rows K(x*, X_train) (n x N); entries must be nonnegative. A precomputed kernel
-        has no density: the model then has no ``score_samples`` and ``score`` (AttributeError).
+        has no density: the model then has no ``score_samples`` and ``score`` (AttributeError). A callable
+        ``kernel(A, B)`` returns the Gram matrix of A against B; its entries must be nonnegative (ValueError
+        naming ``kernel``), and it has no density either.
     gamma : float, default=None
         Kernel bandwidth, > 0; None means 1 / n_features.
     n_threads : int, default=None
@@ -73,8 +105,8 @@ class KernelPMF(BaseEstimator):
         The kernel pmf on the training points, p_i = (1/eta) sum_j K(x_j, x_i); sums to 1.
     gamma_ : float or None
         The kernel bandwidth used.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        The training points (absent for a precomputed kernel).
+    X_fit_ : ndarray or sparse matrix of shape (n_samples, n_features)
+        A copy of the training points (absent for a precomputed kernel).
     n_features_in_ : int
 
     Examples
@@ -88,12 +120,14 @@ class KernelPMF(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "kernel": [kernel_name_options(_DENSITY_KERNELS, precomputed=True), Kernel],
+        "kernel": [kernel_name_options(_DENSITY_KERNELS, precomputed=True), callable],
         "gamma": [None, *POSITIVE],
         "n_threads": N_THREADS,
     }
 
-    def __init__(self, *, kernel: str | Kernel = "rbf", gamma: float | None = None, n_threads: int | None = None):
+    def __init__(
+        self, *, kernel: str | Kernel | Callable = "rbf", gamma: float | None = None, n_threads: int | None = None
+    ):
         self.kernel = kernel
         self.gamma = gamma
         self.n_threads = n_threads
@@ -101,6 +135,8 @@ class KernelPMF(BaseEstimator):
     def _kernel_spec(self, n_features):
         """(name, gamma) of the kernel in use; name is "precomputed", "rbf" or "laplacian"."""
         name, gamma, _, _ = model_kernel_spec(self.kernel, self.gamma, 3, 1.0, n_features)
+        if is_callable_kernel(name):
+            return name, None
         if name not in (*_DENSITY_KERNELS, "precomputed"):
             raise ValueError(
                 f"kernel: must be {', '.join(_DENSITY_KERNELS)} or precomputed (a kernel that is nonnegative "
@@ -108,12 +144,42 @@ class KernelPMF(BaseEstimator):
             )
         return name, gamma
 
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def _row_blocks(self, n_rows):
+        rows = max(1, _BLOCK_BYTES // (8 * self.X_fit_.shape[0]))
+        return (slice(start, start + rows) for start in range(0, n_rows, rows))
+
     def _kernel_sums(self, X):
-        """sum_j K(x_j, x) for every row x of X (float64), streaming the training set in tiles."""
+        """sum_j K(x_j, x) for every row x of X (float64), streaming the training set in tiles (a callable
+        kernel: by blocks of rows, each checked nonnegative)."""
         name, gamma = self._kernel_spec(self.n_features_in_)
-        ones = np.ones((self.X_fit_.shape[0], 1))
         X64, fit64 = X.astype(np.float64, copy=False), self.X_fit_.astype(np.float64, copy=False)
+        if is_callable_kernel(name):
+            sums = np.empty(X.shape[0])
+            for rows in self._row_blocks(X.shape[0]):
+                K = kernel_matrix(X64[rows], fit64, name)
+                if K.min(initial=0.0) < 0:
+                    raise ValueError("kernel: the callable returned negative values; a pmf needs K >= 0 (p_i >= 0)")
+                sums[rows] = K.sum(axis=1)
+            return sums
+        ones = np.ones((self.X_fit_.shape[0], 1))
         return kernel_product(X64, fit64, ones, name, gamma, n_threads=self.n_threads)[:, 0]
+
+    def _log_sums(self, X, sums):
+        """log sum_j K(x_j, x): log(sums), recomputed by log-sum-exp where a sum underflowed (named kernels)."""
+        with np.errstate(divide="ignore"):
+            log_sums = np.log(sums)
+        name, gamma = self._kernel_spec(self.n_features_in_)
+        far = np.flatnonzero(sums < _LOG_DOMAIN_BELOW)
+        if far.size == 0 or not isinstance(name, str) or name not in _DENSITY_KERNELS:
+            return log_sums
+        X_far = X[far].astype(np.float64)
+        fit64 = self.X_fit_.astype(np.float64)
+        for rows in self._row_blocks(far.size):
+            log_sums[far[rows]] = logsumexp(-gamma * _distances(name, X_far[rows], fit64), axis=1)
+        return log_sums
 
     def _check_precomputed(self, K, n_columns):
         if K.shape[1] != n_columns:
@@ -140,9 +206,18 @@ class KernelPMF(BaseEstimator):
         -------
         self
         """
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C")
+        precomputed = self._precomputed()
+        # The training points are kept (X_fit_): a copy, so that changing X after fit leaves the model as it is.
+        X = validate_data(
+            self,
+            X,
+            dtype=list(FLOAT_DTYPES),
+            order="C",
+            accept_sparse=False if precomputed else ("csr", "csc"),
+            copy=not precomputed,
+        )
         name, self.gamma_ = self._kernel_spec(X.shape[1])
-        if name == "precomputed":
+        if precomputed:
             column_sums = self._check_precomputed(X, X.shape[0]).sum(axis=0)
             if hasattr(self, "X_fit_"):
                 del self.X_fit_
@@ -157,17 +232,20 @@ class KernelPMF(BaseEstimator):
         return self
 
     def _new_sums(self, X):
-        """sum_j K(x_j, x*) for new points X (or from given kernel rows when precomputed)."""
+        """(X, sum_j K(x_j, x*)) for new points X (or from given kernel rows when precomputed)."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False)
-        if self._kernel_spec(self.n_features_in_)[0] == "precomputed":
-            return self._check_precomputed(X, self.p_.shape[0]).sum(axis=1)
-        return self._kernel_sums(X)
+        sparse = False if self._precomputed() else ("csr", "csc")
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=False, accept_sparse=sparse)
+        if self._precomputed():
+            return X, self._check_precomputed(X, self.p_.shape[0]).sum(axis=1)
+        return X, self._kernel_sums(X)
 
     def pmf(self, X: ArrayLike) -> np.ndarray:
         """The kernel pmf over a set of candidate points, normalized so that it sums to 1 over them.
 
         p(x*_k) = sum_j K(x_j, x*_k) / sum_l sum_j K(x_j, x*_l): eq. 3.35 with eta taken over the candidates.
+        Candidates so far from the data that their kernel sums underflow are normalized in the log domain
+        (rbf and laplacian kernels).
 
         Parameters
         ----------
@@ -179,7 +257,12 @@ class KernelPMF(BaseEstimator):
         -------
         ndarray of shape (n_candidates,), float64
         """
-        sums = self._new_sums(X)
+        X, sums = self._new_sums(X)
+        if sums.max(initial=0.0) < _LOG_DOMAIN_BELOW:
+            log_sums = self._log_sums(X, sums)
+            if np.isfinite(log_sums.max(initial=-np.inf)):
+                p = np.exp(log_sums - log_sums.max())
+                return p / p.sum()
         total = sums.sum()
         if not total > 0:
             raise ValueError(
@@ -190,14 +273,15 @@ class KernelPMF(BaseEstimator):
 
     def _has_density(self):
         """The density methods exist for the integrable kernels only (not for a precomputed kernel)."""
-        return self.kernel != "precomputed"
+        return not self._precomputed() and not is_callable_kernel(self.kernel)
 
     @available_if(_has_density)
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Log of the Parzen density at each point of X (rbf and laplacian kernels).
 
         log f(x) = log(sum_j K(x_j, x)) - log(N) - log(Z_k), Z_k the kernel's integral, so that f integrates
-        to 1. Points so far from the data that every kernel value underflows get -inf.
+        to 1. Far from the data, where the kernel sum underflows, it is computed in the log domain
+        (log-sum-exp of -gamma d(x_j, x)): the result stays finite, as KernelDensity's.
 
         Parameters
         ----------
@@ -209,9 +293,8 @@ class KernelPMF(BaseEstimator):
         """
         check_is_fitted(self)
         name, gamma = self._kernel_spec(self.n_features_in_)
-        sums = self._new_sums(X)
-        with np.errstate(divide="ignore"):
-            log_sums = np.log(sums)
+        X, sums = self._new_sums(X)
+        log_sums = self._log_sums(X, sums)
         return log_sums - np.log(self.X_fit_.shape[0]) - _log_kernel_integral(name, gamma, self.n_features_in_)
 
     @available_if(_has_density)
@@ -231,7 +314,8 @@ class KernelPMF(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.pairwise = self._precomputed()
         # A precomputed kernel must be nonnegative (p_i >= 0, eq. 3.35).
-        tags.input_tags.positive_only = self.kernel == "precomputed"
+        tags.input_tags.positive_only = self._precomputed()
+        tags.input_tags.sparse = not self._precomputed()
         return tags
