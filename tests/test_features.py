@@ -511,3 +511,26 @@ def test_primal_bad_input():
         hidden_features(model, X, moments.mean, U[:5], eigenvalues)
     with pytest.raises(ValueError, match=r"^eigenvalues: must have shape \(3,\)"):
         hidden_features(model, X, moments.mean, U, eigenvalues[:2])
+
+
+# ---------------------------------------------------------------------- warnings and copies
+
+
+def test_indefinite_landmark_kernel_warns_at_the_callers_line():
+    from rkm.exceptions import PositiveSpectrumWarning
+
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    with pytest.warns(PositiveSpectrumWarning, match="Nystroem: the landmarks' kernel matrix has negative") as record:
+        Nystroem(20, kernel="poly", degree=3, coef0=-1.0, gamma=1.0, random_state=0).fit(X)
+    assert {w.filename for w in record if w.category is PositiveSpectrumWarning} == {__file__}
+
+
+@pytest.mark.parametrize("landmarks", ["uniform", "kmeans++", "renyi"])
+def test_nystroem_landmarks_are_copies_of_the_training_rows(landmarks):
+    X = _data(200, 4)
+    model = Nystroem(10, gamma=0.3, landmarks=landmarks, random_state=0).fit(X)
+    X_new = _data(20, 4, seed=5)
+    before = model.transform(X_new)
+    assert not np.shares_memory(model.components_, X)
+    X[:] = 0.0
+    np.testing.assert_array_equal(model.transform(X_new), before)

@@ -41,14 +41,12 @@ D. Arthur and S. Vassilvitskii, "k-means++: the advantages of careful seeding", 
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
-from sklearn.exceptions import PositiveSpectrumWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -66,6 +64,8 @@ from rkm._utils.validation import (
     kernel_constraints,
     kernel_name_options,
 )
+from rkm._utils.warn import warn
+from rkm.exceptions import PositiveSpectrumWarning
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec, names_with
 
 __all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]
@@ -393,12 +393,11 @@ class Nystroem(_FeatureMap):
         w, U = w[::-1], U[:, ::-1]
         rounding = K.shape[0] * eps * max(w[0], 0.0)
         if w[-1] < -max(rounding, 1e-5 * w[0]):
-            warnings.warn(
+            warn(
                 f"Nystroem: the landmarks' kernel matrix has negative eigenvalues down to {w[-1]:.3g} (largest "
                 f"{w[0]:.3g}): the kernel is not positive semi-definite; the features approximate its positive "
                 "part",
                 PositiveSpectrumWarning,
-                stacklevel=5,
             )
         keep = w > rounding
         if not keep.any():
