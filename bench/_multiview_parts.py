@@ -25,9 +25,10 @@ SANTAFE_GAMMA = RBF.from_sigma(SANTAFE_SIGMA, convention="gaussian").gamma
 # ---------------------------------------------------------------------------------------------------- series
 
 # Section 5 and Table 4: x_t = sum_j a_j sin(2 pi w_j t), a = (1, 0.2), w = (100, 2000). The paper prints no
-# grid for t (an integer t would make every term sin(2 pi k) = 0); t = k / fs with fs = 20 kHz, ten samples per
-# period of the 2 kHz term (five times its Nyquist rate) and 200 per period of the 100 Hz one, so the 400
-# training points hold two periods of the slow term and the lag-40 window four of the fast one.
+# grid for t; the authors' released code samples t = 0:0.01:5 (501 points) with frequencies 1 and 20, the paper's
+# 100 and 2000 at 10 kHz: five samples per period of the fast term, 100 per period of the slow one, so the 400
+# training points hold four periods of the slow term and the lag-40 window eight of the fast one. Their code
+# standardizes with the sample standard deviation (ddof = 1, RKMForecaster(ddof=1)).
 # "p": the paper's lag (windows x_{t-p}, ..., x_t), i.e. p + 1 values per window (RKMForecaster's lag = p + 1).
 SINES = {
     "n_train": 400,
@@ -35,23 +36,29 @@ SINES = {
     "p": 40,
     "s": 4,
     "amplitudes": (1.0, 0.2),
-    "frequencies": (100.0, 2000.0),
-    "fs": 20000.0,
+    "frequencies": (1.0, 20.0),
+    "dt": 0.01,
+    "t_end": 5.0,
+    "ddof": 1,
 }
 SANTAFE_P = 70
 
 
 def sines_series(n_points):
-    """The first ``n_points`` samples of the sum of sines of section 5 (t = k / fs, k = 0, 1, ...)."""
-    t = np.arange(n_points) / SINES["fs"]
+    """The first ``n_points`` samples of the sum of sines of section 5 on the authors' grid t = 0:0.01:5
+    (t = k dt, k = 0, 1, ...; at most the grid's 501 points)."""
+    n_grid = int(round(SINES["t_end"] / SINES["dt"])) + 1
+    if n_points > n_grid:
+        raise ValueError(f"n_points: the grid t = 0:{SINES['dt']}:{SINES['t_end']} has {n_grid} points, got {n_points}")
+    t = SINES["dt"] * np.arange(n_points)
     return sum(a * np.sin(2.0 * np.pi * w * t) for a, w in zip(SINES["amplitudes"], SINES["frequencies"]))
 
 
-def lag_views(series, lag):
+def lag_views(series, lag, ddof=0):
     """The two views of the forecasting set-up (as RKMForecaster builds them) from a 1-D series standardized
-    with its own mean and std: windows [z_{t-lag+1}, ..., z_t] (n, lag) and targets z_{t+1} (n, 1),
-    n = len(series) - lag."""
-    z = (series - series.mean()) / series.std()
+    with its own mean and std (divisor T - ddof): windows [z_{t-lag+1}, ..., z_t] (n, lag) and targets z_{t+1}
+    (n, 1), n = len(series) - lag."""
+    z = (series - series.mean()) / series.std(ddof=ddof)
     windows = np.lib.stride_tricks.sliding_window_view(z[:-1], lag)  # (n, lag), oldest first
     return np.ascontiguousarray(windows), z[lag:, None].copy()
 
@@ -370,7 +377,7 @@ def ours_to_target(views, kernels, s, target, n_threads, find_cap):
 def stiefel_problems(quick, santafe_series):
     """Algorithm 4's problems of section 5: the sum of sines (linear views, p = 40, s = 4) and SantaFe (rbf
     sigma = 2.1856 and linear views, p = 70, s = 144; quick: 300 points, s = 20)."""
-    sines = lag_views(sines_series(SINES["n_train"]), SINES["p"] + 1)
+    sines = lag_views(sines_series(SINES["n_train"]), SINES["p"] + 1, SINES["ddof"])
     problems = {
         f"sum of sines (N = {len(sines[1])}, s = {SINES['s']})": (
             sines,
