@@ -370,3 +370,278 @@ def test_auto_solver_takes_cg_beyond_the_dense_limit(rng, monkeypatch):
     np.testing.assert_allclose(
         model.predict(X), LSSVMRegressor(gamma=0.5, lam=0.1, solver="cholesky").fit(X, Y.ravel()).predict(X), atol=1e-5
     )
+
+
+# ------------------------------------------------------------------------------------- issue 23: weights, robust
+
+
+def _weighted_oracle(K, y, weights, lam, eta=1.0):
+    """NumPy solve of eq. 3.16 with lam / v_k on the diagonal, samples of weight 0 removed (h_k = 0)."""
+    active = weights > 0
+    n = int(active.sum())
+    A = np.zeros((n + 1, n + 1))
+    A[:n, :n] = K[np.ix_(active, active)] / eta + np.diag(lam / weights[active])
+    A[:n, n] = A[n, :n] = 1.0
+    solution = np.linalg.solve(A, np.r_[y[active], 0.0])
+    H = np.zeros(len(y))
+    H[active] = solution[:n]
+    return H, solution[n]
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+def test_sample_weight_matches_a_numpy_solve(rng, solver):
+    X, Y = regression_data(rng, n=80)
+    y = Y.ravel()
+    weights = rng.uniform(0.2, 3.0, len(y))
+    weights[:4] = 0.0
+    model = LSSVMRegressor(gamma=0.5, lam=0.05, eta=1.5, solver=solver, tol=1e-12).fit(X, y, sample_weight=weights)
+    H, b = _weighted_oracle(kernel_matrix(X, kernel="rbf", gamma=0.5), y, weights, 0.05, eta=1.5)
+    scale = np.abs(H).max()
+    np.testing.assert_allclose(model.dual_coef_.ravel(), H, atol=1e-9 * scale)
+    np.testing.assert_allclose(model.intercept_[0], b, atol=1e-9 * np.abs(y).max())
+
+
+def test_sample_weight_primal_equals_dual_and_integer_weights_equal_repeats(rng):
+    X, Y = regression_data(rng, n=60)
+    y = Y.ravel()
+    weights = rng.integers(0, 3, len(y)).astype(float)
+    primal = LSSVMRegressor(feature_map="linear", lam=0.1).fit(X, y, sample_weight=weights)
+    dual = LSSVMRegressor(kernel="linear", lam=0.1).fit(X, y, sample_weight=weights)
+    repeated = np.repeat(np.arange(len(y)), weights.astype(int))
+    copies = LSSVMRegressor(kernel="linear", lam=0.1).fit(X[repeated], y[repeated])
+    X_new = rng.standard_normal((20, 3))
+    np.testing.assert_allclose(primal.predict(X_new), dual.predict(X_new), atol=1e-10)
+    np.testing.assert_allclose(dual.predict(X_new), copies.predict(X_new), atol=1e-10)
+
+
+def test_weighted_loo_residuals_equal_refits(rng):
+    X, Y = regression_data(rng, n=70)
+    y = Y.ravel()
+    weights = rng.uniform(0.3, 2.0, len(y))
+    model = LSSVMRegressor(gamma=0.5, lam=0.02, loo=True).fit(X, y, sample_weight=weights)
+    for i in (0, 17, 55):
+        keep = np.arange(len(y)) != i
+        refit = LSSVMRegressor(gamma=0.5, lam=0.02).fit(X[keep], y[keep], sample_weight=weights[keep])
+        np.testing.assert_allclose(model.loo_residuals_[i], y[i] - refit.predict(X[i : i + 1])[0], atol=1e-9)
+
+
+def test_cross_val_score_routes_sample_weight(rng):
+    from sklearn import config_context
+    from sklearn.model_selection import KFold, cross_val_score
+
+    X, Y = regression_data(rng, n=60)
+    y = Y.ravel()
+    weights = rng.uniform(0.5, 2.0, len(y))
+    folds = KFold(3)
+    expected = [
+        LSSVMRegressor(gamma=0.5).fit(X[train], y[train], sample_weight=weights[train]).score(X[test], y[test])
+        for train, test in folds.split(X)
+    ]
+    # Without metadata routing the params go to fit; with it, the request is explicit.
+    np.testing.assert_allclose(
+        cross_val_score(LSSVMRegressor(gamma=0.5), X, y, cv=folds, params={"sample_weight": weights}), expected
+    )
+    with config_context(enable_metadata_routing=True):
+        model = LSSVMRegressor(gamma=0.5).set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+        np.testing.assert_allclose(cross_val_score(model, X, y, cv=folds, params={"sample_weight": weights}), expected)
+
+
+def test_robust_weights_are_suykens_2002s():
+    from rkm.shallow.lssvm import robust_weights
+
+    r = np.array([0.0, 1.0, -2.5, 2.75, -3.0, 3.5, 100.0])
+    np.testing.assert_allclose(robust_weights(r, "hampel"), [1, 1, 1, 0.5, 0, 1e-4, 1e-4])
+    np.testing.assert_allclose(
+        robust_weights(r, "huber"), [1, 1, 1.345 / 2.5, 1.345 / 2.75, 1.345 / 3, 1.345 / 3.5, 0.01345]
+    )
+    np.testing.assert_allclose(robust_weights(r[1:], "logistic"), np.tanh(np.abs(r[1:])) / np.abs(r[1:]))
+    assert robust_weights([0.0], "logistic")[0] == 1.0
+
+
+@pytest.mark.parametrize("weights", ["hampel", "huber", "logistic"])
+def test_robust_lssvm_resists_outliers(weights):
+    # LS-SVMlab's robust regression demo: sinc with noise and six outliers.
+    rng = np.random.default_rng(4)
+    X = np.arange(-6, 6.01, 0.2)[:, None]
+    clean = np.sinc(X.ravel() / np.pi)
+    y = clean + 0.1 * rng.random(len(clean))
+    outliers = np.array([14, 16, 18, 40, 43, 45])
+    y[outliers[:3]] = 0.7 + 0.3 * rng.random(3)
+    y[outliers[3:]] = 1.5 + 0.2 * rng.random(3)
+    params = dict(gamma=1.0, lam=0.01)
+    plain = LSSVMRegressor(**params).fit(X, y)
+    robust = LSSVMRegressor(robust=weights, **params).fit(X, y)
+    others = np.setdiff1d(np.arange(len(y)), outliers)
+    truth = clean + 0.05
+    plain_error = np.abs(plain.predict(X[others]) - truth[others]).max()
+    robust_error = np.abs(robust.predict(X[others]) - truth[others]).max()
+    assert robust_error < 0.5 * plain_error
+    assert robust.robust_weights_[outliers].max() < robust.robust_weights_[others].min()
+    assert robust.n_robust_iter_ >= 1
+    if weights == "hampel":
+        np.testing.assert_allclose(robust.robust_weights_[outliers], 1e-4)
+
+
+def test_robust_with_cg_and_primal_agree_with_cholesky(rng):
+    X, Y = regression_data(rng, n=60)
+    y = Y.ravel()
+    y[[3, 30]] += 4.0
+    cholesky = LSSVMRegressor(kernel="linear", lam=0.1, robust="huber").fit(X, y)
+    primal = LSSVMRegressor(feature_map="linear", lam=0.1, robust="huber").fit(X, y)
+    # The same fixed-point iteration; each stops once its coefficients (W or H) change by 1e-4 relatively.
+    np.testing.assert_allclose(primal.robust_weights_, cholesky.robust_weights_, atol=5e-3)
+    np.testing.assert_allclose(primal.predict(X), cholesky.predict(X), atol=1e-3 * np.abs(y).max())
+
+
+# ------------------------------------------------------------------------------------- probabilities
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_predict_proba_equals_calibrated_classifier_cv(rng, n_classes):
+    from sklearn.base import clone
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(150, 4, n_informative=3, n_redundant=0, n_classes=n_classes, random_state=1)
+    model = LSSVMClassifier(gamma=0.3, lam=0.1, probability=True).fit(X, y)
+    reference = CalibratedClassifierCV(
+        clone(model).set_params(probability=False), method="sigmoid", cv=5, ensemble=False
+    ).fit(X, y)
+    X_new = rng.standard_normal((30, 4))
+    np.testing.assert_allclose(model.predict_proba(X_new), reference.predict_proba(X_new), atol=1e-12)
+    np.testing.assert_allclose(model.predict_proba(X_new).sum(axis=1), 1.0)
+    assert np.all(np.isfinite(model.predict_log_proba(X_new)))
+
+
+def test_predict_proba_needs_probability_true(rng):
+    model = LSSVMClassifier().fit(rng.standard_normal((20, 2)), np.arange(20) % 2)
+    assert not hasattr(model, "predict_proba")
+    with pytest.raises(AttributeError, match="predict_proba"):
+        model.predict_proba(np.zeros((1, 2)))
+
+
+def test_predict_proba_with_too_few_samples_per_class_is_a_clear_error(rng):
+    y = np.r_[np.zeros(10), np.ones(3)]
+    with pytest.raises(ValueError, match="y: class probabilities need 5 samples"):
+        LSSVMClassifier(probability=True).fit(rng.standard_normal((13, 2)), y)
+
+
+# ------------------------------------------------------------------------------------- LOO path (LSSVM*CV)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_loo_path_equals_brute_force_refits(rng, fit_intercept, weighted):
+    from rkm.shallow.lssvm_cv import loo_path
+
+    X, Y = regression_data(rng, n=60, p=2)
+    weights = rng.uniform(0.3, 2.0, len(X)) if weighted else None
+    lams = [1e-4, 1e-2, 1.0]
+    K = kernel_matrix(X, kernel="rbf", gamma=0.5)
+    residuals = loo_path(K, Y, lams, eta=1.5, fit_intercept=fit_intercept, sample_weight=weights)
+    for index, lam in enumerate(lams):
+        for i in (0, 21, 59):
+            keep = np.arange(len(X)) != i
+            refit = LSSVMRegressor(gamma=0.5, lam=lam, eta=1.5, fit_intercept=fit_intercept).fit(
+                X[keep], Y[keep], sample_weight=None if weights is None else weights[keep]
+            )
+            np.testing.assert_allclose(residuals[index, i], Y[i] - refit.predict(X[i : i + 1])[0], atol=1e-8)
+
+
+def test_regressor_cv_picks_the_loo_minimum_and_refits(rng):
+    X, Y = regression_data(rng, n=80)
+    y = Y.ravel()
+    lams, gammas = [1e-4, 1e-2, 1.0], [0.1, 1.0]
+    model = rkm.LSSVMRegressorCV(lams=lams, gammas=gammas).fit(X, y)
+    brute = np.array([[LSSVMRegressor(gamma=g, lam=lam, loo=True).fit(X, y).loo_mse_ for lam in lams] for g in gammas])
+    np.testing.assert_allclose(model.loo_mse_path_, brute, rtol=1e-8)
+    g, i = np.unravel_index(np.argmin(brute), brute.shape)
+    assert (model.gamma_, model.lam_) == (gammas[g], lams[i])
+    expected = LSSVMRegressor(gamma=gammas[g], lam=lams[i]).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), expected.predict(X), atol=1e-10)
+
+
+def test_classifier_cv_error_path_matches_loo_error(rng):
+    X = rng.standard_normal((90, 2))
+    y = np.where(X[:, 0] + 0.4 * rng.standard_normal(90) > 0, "a", "b")
+    model = rkm.LSSVMClassifierCV(lams=[0.01, 1.0], gammas=[0.5]).fit(X, y)
+    for i, lam in enumerate([0.01, 1.0]):
+        assert model.loo_error_path_[0, i] == pytest.approx(
+            LSSVMClassifier(gamma=0.5, lam=lam, loo=True).fit(X, y).loo_error_
+        )
+    assert model.score(X, y) > 0.8
+
+
+# ------------------------------------------------------------------------------------- CG at small lam
+
+
+def test_cg_converges_at_small_lam_with_the_adaptive_preconditioner():
+    # Issue 23's repro (N = 3000 there): gamma = .2, lam = 1e-5 stopped at relative residual 0.35 with a fixed rank.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5))
+    y = np.sin(X.sum(axis=1)) + 0.1 * rng.normal(size=600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = LSSVMRegressor(gamma=0.2, lam=1e-5, solver="cg", max_iter=300, random_state=0).fit(X, y)
+    assert model.cg_residuals_.max() <= 1e-6
+    exact = LSSVMRegressor(gamma=0.2, lam=1e-5).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), exact.predict(X), atol=1e-4 * np.abs(y).max())
+
+
+# ------------------------------------------------------------------------------------- input layouts, copies
+
+
+def test_fortran_and_non_contiguous_inputs(rng):
+    X = rng.random((20, 3))
+    Y = rng.random((2, 20)).T  # Fortran-ordered, as a two-column DataFrame
+    reference = LSSVMRegressor().fit(np.ascontiguousarray(X), np.ascontiguousarray(Y))
+    for X_in, Y_in in [(X, Y), (np.asfortranarray(X), Y), (rng.random((20, 6))[:, ::2], rng.random((20, 4))[:, ::2])]:
+        model = LSSVMRegressor().fit(X_in, Y_in)
+        expected = LSSVMRegressor().fit(np.ascontiguousarray(X_in), np.ascontiguousarray(Y_in))
+        np.testing.assert_allclose(model.predict(X_in), expected.predict(np.ascontiguousarray(X_in)), atol=1e-12)
+    np.testing.assert_allclose(LSSVMRegressor().fit(X, Y).predict(X), reference.predict(X), atol=1e-12)
+    labels = np.arange(20) % 2
+    LSSVMClassifier(solver="cg").fit(np.asfortranarray(X), labels)
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+def test_training_array_is_copied(rng, solver):
+    X, Y = regression_data(rng, n=40)
+    model = LSSVMRegressor(solver=solver).fit(X, Y.ravel())
+    before = model.predict(X.copy())
+    probe = X.copy()
+    assert model.X_fit_ is not X
+    X[:] = 0.0
+    np.testing.assert_array_equal(model.predict(probe), before)
+
+
+def test_callable_kernel_equals_the_named_kernel(rng):
+    X, Y = regression_data(rng, n=50)
+    model = LSSVMRegressor(kernel=lambda A, B: (A @ B.T + 1.0) ** 2, lam=0.1, loo=True).fit(X, Y.ravel())
+    named = LSSVMRegressor(kernel="poly", gamma=1.0, degree=2, coef0=1.0, lam=0.1, loo=True).fit(X, Y.ravel())
+    np.testing.assert_allclose(model.predict(X), named.predict(X), atol=1e-10)
+    np.testing.assert_allclose(model.loo_residuals_, named.loo_residuals_, atol=1e-10)
+    with pytest.raises(ValueError, match="callable kernel needs solver='cholesky'"):
+        LSSVMRegressor(kernel=lambda A, B: A @ B.T, solver="cg").fit(X, Y.ravel())
+
+
+def test_sparse_input_equals_dense(rng):
+    import scipy.sparse as sp
+
+    X, Y = regression_data(rng, n=50)
+    X[np.abs(X) < 0.5] = 0.0
+    sparse = sp.csr_matrix(X)
+    model = LSSVMClassifier(gamma=0.4).fit(sparse, Y.ravel() > 0)
+    dense = LSSVMClassifier(gamma=0.4).fit(X, Y.ravel() > 0)
+    np.testing.assert_allclose(model.decision_function(sparse), dense.decision_function(X), atol=1e-12)
+    with pytest.raises(ValueError, match="X: sparse input"):
+        LSSVMRegressor(solver="cg").fit(sparse, Y.ravel())
+
+
+def test_cg_convergence_warning_is_rkms_and_points_at_the_caller(rng):
+    from rkm.exceptions import ConvergenceWarning as RkmConvergenceWarning
+
+    X, Y = regression_data(rng, n=200)
+    with pytest.warns(RkmConvergenceWarning) as record:
+        LSSVMRegressor(solver="cg", max_iter=1, preconditioner=None, lam=1e-3).fit(X, Y.ravel())
+    assert record[0].filename == __file__

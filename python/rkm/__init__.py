@@ -11,6 +11,7 @@ from rkm.autoencoders import KernelAutoencoder
 from rkm.deep import ConstrainedDeepRKM, DeepRKM, DeepRKMClassifier, DeepRKMRegressor
 from rkm.multiview import MultiViewRKM, RKMForecaster
 from rkm.shallow import KernelPCA, KernelPMF, KernelSVD, LSSVMClassifier, LSSVMRegressor
+from rkm.shallow import LSSVMClassifierCV, LSSVMRegressorCV
 
 __version__ = _core.__version__
 
@@ -18,6 +19,8 @@ __all__ = [
     "KernelPCA",
     "LSSVMRegressor",
     "LSSVMClassifier",
+    "LSSVMRegressorCV",
+    "LSSVMClassifierCV",
     "DeepRKM",
     "DeepRKMRegressor",
     "DeepRKMClassifier",

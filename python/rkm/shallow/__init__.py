@@ -4,6 +4,15 @@ kernel pmf, with their private solvers (conjugate gradients)."""
 from rkm.shallow.kernel_svd import KernelSVD
 from rkm.shallow.kpca import KernelPCA
 from rkm.shallow.lssvm import LSSVMClassifier, LSSVMRegressor
+from rkm.shallow.lssvm_cv import LSSVMClassifierCV, LSSVMRegressorCV
 from rkm.shallow.pmf import KernelPMF
 
-__all__ = ["KernelPCA", "KernelPMF", "KernelSVD", "LSSVMClassifier", "LSSVMRegressor"]
+__all__ = [
+    "KernelPCA",
+    "KernelPMF",
+    "KernelSVD",
+    "LSSVMClassifier",
+    "LSSVMClassifierCV",
+    "LSSVMRegressor",
+    "LSSVMRegressorCV",
+]

@@ -232,7 +232,8 @@ def lssvm_pcg_fit(
     max_iter : int, default=None
         Most iterations, >= 1; None: :func:`default_max_iter`.
     n_threads : int, default=None
-        Threads of the core and of BLAS (None: OpenMP's default; -1: all cores).
+        Threads of the core and of BLAS (None: OpenMP's default, all cores except inside joblib workers, which
+        limit it; -1: all cores).
     random_state : int, RandomState or None
         Seeds the Nyström landmarks.
     verbose : int, default=0

@@ -599,10 +599,14 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
 
     Parameters
     ----------
-    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"} or Kernel, default="rbf"
+    kernel : {"rbf", "linear", "poly", "laplacian", "cosine", "tanimoto", "precomputed"}, Kernel or callable, \
+default="rbf"
         "rbf" is exp(-gamma ||x - y||^2); use ``rkm.kernels.RBF.from_sigma`` for a paper's sigma.
         "precomputed" takes the N x N kernel matrix in ``fit`` and kernel rows k(X, X_train) in ``predict``.
-        Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted.
+        A callable ``kernel(A, B) -> Gram matrix`` (SVC's convention, see :mod:`rkm.kernels`) builds K in
+        Python and needs solver="cholesky" (the conjugate-gradient and primal solvers evaluate named kernels
+        only). Aliases "gaussian" (rbf) and "polynomial" (poly) are accepted. Sparse CSR/CSC X is accepted with
+        solver="cholesky" for every named kernel.
     gamma : float, default=None
         Kernel coefficient of rbf/laplacian/poly; None means 1 / n_features.
     degree : float, default=3
@@ -615,30 +619,45 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         The weight eta > 0 of Tr(W^T W); only lam * eta matters for the predictions.
     fit_intercept : bool, default=True
         Whether the model has the bias b (the bordered system); False solves ((1/eta) K + lam I) H = Y.
+    robust : {"hampel", "huber", "logistic"} or None, default=None
+        The robust LS-SVM of LS-SVMlab's ``robustlssvm`` (Suykens et al. 2002, iterated): after the fit,
+        the residuals e_k (lam h_k / v_k) and their robust scale s = 1.483 MAD(e) give weights v(e_k / s),
+        "hampel" Suykens et al.'s (1 up to 2.5, linear to 0 at 3, 1e-4 beyond), "huber" (1.345 / |r| beyond
+        1.345), "logistic" (tanh(r) / r); the model is refitted with them (times ``sample_weight``) until
+        the coefficients change by at most 1e-4 relatively (at most 500 fits; ConvergenceWarning
+        otherwise). Several outputs: r_k is the largest standardized residual over the outputs. Each fit is
+        one solve; with solver="cholesky" the kernel matrix is built once (two N x N arrays).
     solver : {"auto", "cholesky", "cg", "primal"}, default="auto"
         "cholesky": one Cholesky factorization of (1/eta) K + lam I in the compiled core and the bias by the
         Schur complement (N^2 values in memory). "cg": preconditioned conjugate gradients on the same system,
         with kernel products that are never stored (``kernel_storage``) — for N beyond a dense factorization.
         "primal": eq. 3.15 with the explicit ``feature_map``. "auto": "primal" when a feature_map is given,
-        "cholesky" up to 20 000 samples (and for precomputed kernels or loo), "cg" beyond.
+        "cholesky" up to 20 000 samples (and for precomputed or callable kernels, or loo), "cg" beyond,
+        unless the conjugate gradients prove too slow for the system's conditioning (small lam against the
+        kernel's scale: the residual's rate over the last 20 iterations predicts more than max_iter with the
+        largest preconditioner) and two N x N matrices fit in memory: then "cholesky" (``solver_`` says so).
     feature_map : "linear" or transformer, default=None
         The explicit feature map phi of the primal: "linear" (phi(x) = x) or a transformer such as
         ``rkm.features.Nystroem`` (including fixed-size LS-SVM's landmarks of maximal quadratic Rényi
         entropy, ``landmarks="renyi"``) or ``rkm.features.RandomFourierFeatures``; it is cloned and fitted on X.
         rkm's maps are streamed a block of rows at a time.
     mixed_precision : bool, default=False
-        For float64 data and solver="cholesky": factorize in float32 (half the memory) and refine the
+        For float64 data, a named kernel, equal sample weights and solver="cholesky" (elsewhere the fit
+        factorizes in float64): factorize in float32 (half the memory) and refine the
         solution to float64 accuracy by conjugate gradients on the exact system, whose products recompute the
         kernel in float64 tiles (LAPACK dsposv's idea), falling back to a float64 factorization when the
         float32 one fails or the refinement stalls. It takes about the time of the float64 factorization
         (float32 factorizes 1.5x faster here, and 2-3 refinement steps take the rest): a memory saver, for N
         whose N^2 float64 matrix does not fit. ``n_iter_`` counts the refinement steps.
-    preconditioner : {"nystrom", "pivoted_cholesky", None}, default="nystrom"
-        Low-rank preconditioner of solver="cg": F F^T + lam I from a Nyström approximation (uniform landmarks)
-        or a pivoted Cholesky factorization of rank ``preconditioner_rank``.
+    preconditioner : {"nystrom", "pivoted_cholesky", None}, default="pivoted_cholesky"
+        Low-rank preconditioner of solver="cg": F F^T + lam I from a pivoted Cholesky factorization (greedy
+        pivots, stopped once its remainder's trace is below lam / 10) or a Nyström approximation (uniform
+        landmarks). The pivoted one adapts to small lam, where uniform landmarks need a larger rank.
     preconditioner_rank : int, default=None
-        Rank of the preconditioner, at most n_samples (None: min(n_samples, 1000, max(100, n_samples / 20)),
-        and at most what keeps the factor within 1 GiB).
+        Rank of the preconditioner, at most n_samples. None: adaptive, starting at min(n_samples, 1000,
+        max(100, n_samples / 20)) and growing 4-fold (up to min(n_samples, 4000) and 1 GiB) whenever the
+        residual's rate predicts that tol is not reached within max_iter; CG continues from its iterate. An
+        int fixes the rank.
     kernel_storage : {"matrix_free", "dense"}, default="matrix_free"
         For solver="cg": "matrix_free" recomputes the kernel in tiles at each product (O(N (d + p)) memory),
         "dense" stores it once in X's dtype (N^2 entries). The default differs from KernelPCA's "auto" on
@@ -652,7 +671,9 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         Compute the closed-form leave-one-out residuals (solver="cholesky"): ``loo_residuals_`` and
         ``loo_mse_``, at about the cost of a second factorization.
     n_threads : int, default=None
-        Threads of the core and of BLAS (None: OpenMP's default; -1: all cores; 0 is an error).
+        Threads of the core and of BLAS. None: OpenMP's default, which is all cores except inside joblib
+        workers (GridSearchCV(n_jobs=...), cross_val_score(n_jobs=...)), which limit it to their share;
+        -1: all cores; -k: all but k - 1; 0 is an error.
     random_state : int, RandomState or None, default=None
         Seeds the preconditioner of solver="cg".
     verbose : int, default=0
@@ -671,8 +692,8 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         W of the primal (solver="primal" only).
     feature_map_ : fitted transformer or None
         The primal's feature map (None for "linear").
-    X_fit_ : ndarray
-        The training data of the dual (None for a precomputed kernel).
+    X_fit_ : ndarray or sparse matrix
+        A copy of the training data of the dual (None for a precomputed kernel).
     solver_ : str
         The solver used.
     n_iter_ : int
@@ -682,6 +703,12 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
         y_i - yhat^(-i)(x_i) of the model fitted without sample i (when loo=True).
     loo_mse_ : float
         Mean of the squared leave-one-out residuals (when loo=True).
+    cg_residuals_ : ndarray of shape (n_outputs,)
+        Relative residuals of solver="cg" (module :mod:`rkm.shallow._pcg`).
+    robust_weights_ : ndarray of shape (n_samples,)
+        The robust weights v(e_k / s) of the last fit (robust only; ``sample_weight`` not included).
+    n_robust_iter_ : int
+        Reweighted fits run (robust only).
     n_features_in_ : int
 
     Examples
@@ -692,6 +719,15 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
     >>> model = LSSVMRegressor(gamma=1.0, lam=1e-3).fit(X, np.sin(X).ravel())
     >>> float(abs(model.predict([[1.0]])[0] - np.sin(1.0))) < 1e-2
     True
+
+    Weighted and robust fits (LS-SVMlab's ``robustlssvm``):
+
+    >>> y = np.sin(X).ravel()
+    >>> y[[10, 30]] += 3.0  # two outliers
+    >>> robust = LSSVMRegressor(gamma=1.0, lam=1e-3, robust="hampel").fit(X, y)
+    >>> robust.robust_weights_[[10, 30]]
+    array([0.0001, 0.0001])
+    >>> weighted = LSSVMRegressor(gamma=1.0, lam=1e-3).fit(X, y, sample_weight=np.where(y > 2, 0.0, 1.0))
     """
 
     _parameter_constraints: dict = {
@@ -814,7 +850,11 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         The output code of more than two classes: one output per class (+1 for the class, -1 for the
         others), or ceil(log2 C) outputs carrying the binary digits of the class index (the minimum-output
         code); two classes always use one output (+1 for ``classes_[1]``).
-    All other parameters are those of :class:`LSSVMRegressor`.
+    probability : bool, default=False
+        Fit Platt scaling during ``fit`` (five more fits: a 5-fold stratified internal cross-validation, as
+        ``SVC(probability=True)``) and enable :meth:`predict_proba` / :meth:`predict_log_proba`.
+    All other parameters are those of :class:`LSSVMRegressor` (except ``robust``, which LS-SVMlab also offers
+    for regression only).
 
     Attributes
     ----------
@@ -829,6 +869,8 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         As in :class:`LSSVMRegressor`, for the coded targets.
     loo_error_ : float
         Leave-one-out misclassification rate (when loo=True), from the closed-form residuals.
+    calibration_ : rkm._utils.calibration.PlattCalibration
+        The fitted sigmoids (probability=True): ``calibration_.calibrators_[j].a_``, ``.b_``.
     n_features_in_ : int
 
     Examples
@@ -838,6 +880,9 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
     >>> X, y = load_iris(return_X_y=True)
     >>> LSSVMClassifier(gamma=0.5, lam=0.1).fit(X, y).score(X, y) > 0.95
     True
+    >>> model = LSSVMClassifier(gamma=0.5, lam=0.1, probability=True).fit(X, y)
+    >>> model.predict_proba(X[:1]).shape
+    (1, 3)
     """
 
     _parameter_constraints: dict = {
