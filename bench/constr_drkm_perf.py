@@ -16,8 +16,16 @@ so that drifts of the machine's load affect both sides alike.
 - ``methods``: time of each method to the gradient norm 5e-8 (and to coarser thresholds) on the Table 1
   problem from several random starts, against projected gradient (target: the stronger method faster).
 
-    python bench/constr_drkm_perf.py                # about 10 minutes
+- ``defaults`` (its own section, "Constr-DRKM defaults"): ``ConstrainedDeepRKM`` with its default tol and a
+  common iteration cap, each Stiefel method (the default "bb_pg", "pg", "cayley_bb", "pg_anderson" and
+  "cayley_adam" at its default lr) on the paper's MNIST problem (Table 1: N = 1000, s = (10, 5), gamma = 0.01),
+  2-D shapes (square, spiral + square: N = 400, s = (2, 1)), Gaussian blobs (N = 300, 5 features), sprites
+  (N = 200, 64 x 64) and small Gaussian data (N = 80, 3 features, s = (3, 2)), from several random starts:
+  converged (no ConvergenceWarning), iterations, seconds, final objective. The measurement behind the defaults.
+
+    python bench/constr_drkm_perf.py                # objective, pg, methods: about 10 minutes
     python bench/constr_drkm_perf.py --quick        # about 2 minutes
+    python bench/constr_drkm_perf.py --part defaults
 """
 
 import argparse
@@ -35,6 +43,7 @@ from _common import (
     median_seconds,
     pinned_threads,
     relative_change,
+    table1_data,
     write_script_section,
 )
 
@@ -322,8 +331,114 @@ def _methods_section(threads, seeds, max_iter):
     )
 
 
+# ---------------------------------------------------------------------- defaults
+
+DEFAULTS_HEADING = "## Constr-DRKM defaults"
+DEFAULT_METHODS = ("bb_pg", "pg", "cayley_bb", "pg_anderson", "cayley_adam")
+# Table 1's fits are the slow ones: the methods other than the default and "pg" run from fewer starts there.
+TABLE1_ALL_METHODS_SEEDS = 1
+
+
+def default_problems(seed):
+    """(name, X, parameters) of the problems the defaults were chosen on; the data of the small ones depend on
+    ``seed`` (Table 1's digits do not)."""
+    from sklearn.datasets import make_blobs
+
+    from rkm.datasets import make_spiral_square, make_sprites, make_square
+
+    rng = np.random.default_rng(seed)
+    images = make_sprites(200, random_state=seed, dtype=np.float64)[0]
+    return [
+        (
+            "Table 1 MNIST (1000, s = (10, 5), gamma 0.01)",
+            table1_data(),
+            {"n_components": TABLE1_SIZES, "gamma": TABLE1_GAMMA},
+        ),
+        ("Gaussian (80 x 3, s = (3, 2))", rng.normal(size=(80, 3)), {"n_components": (3, 2)}),
+        ("square (400, s = (2, 1))", make_square(400, 0.1, random_state=seed).data, {"n_components": (2, 1)}),
+        (
+            "spiral + square (400, s = (2, 1))",
+            make_spiral_square(400, 0.1, random_state=seed).data,
+            {"n_components": (2, 1)},
+        ),
+        ("blobs (300 x 5, 4 centres)", make_blobs(300, n_features=5, centers=4, random_state=seed)[0], {}),
+        ("sprites (200 x 4096)", images.reshape(len(images), -1), {}),
+    ]
+
+
+def defaults_case(methods, seeds, max_iter):
+    """Every method on every problem from every seed: {(problem, method): [(converged, nit, seconds, f), ...]}."""
+    import warnings
+
+    from rkm import ConstrainedDeepRKM
+    from rkm.exceptions import ConvergenceWarning
+
+    runs = {}
+    for seed in seeds:
+        for problem, X, parameters in default_problems(seed):
+            for method in methods:
+                if problem.startswith("Table 1") and method not in ("bb_pg", "pg") and seed >= TABLE1_ALL_METHODS_SEEDS:
+                    continue
+                model = ConstrainedDeepRKM(**parameters, stiefel_method=method, max_iter=max_iter, random_state=seed)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ConvergenceWarning)
+                    model.fit(X)
+                converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+                r = model.stiefel_result_
+                runs.setdefault((problem, method), []).append((converged, r.nit, r.time, r.fun, r.status))
+                log(
+                    f"defaults: {problem}, {method}, seed {seed}: {r.status}, {r.nit} its, {r.time:.2f} s, f {r.fun:.10g}"
+                )
+    return runs
+
+
+def _defaults_section(methods, seeds, max_iter):
+    from rkm import ConstrainedDeepRKM
+
+    defaults = ConstrainedDeepRKM().get_params()
+    runs = defaults_case(methods, seeds, max_iter)
+    rows = []
+    for (problem, method), results in runs.items():
+        converged, nit, seconds, f, status = zip(*results)
+        failures = sorted({s for s, c in zip(status, converged) if not c})
+        rows.append(
+            [
+                problem,
+                method + (" (default)" if method == defaults["stiefel_method"] else ""),
+                f"{sum(converged)}/{len(results)}" + (f" ({', '.join(failures)})" if failures else ""),
+                f"{np.median(nit):.0f} ({min(nit)}–{max(nit)})",
+                f"{np.median(seconds):.2f} ({min(seconds):.2f}–{max(seconds):.2f})",
+                f"{min(f):.8f} … {max(f):.8f}" if len(f) > 1 else f"{f[0]:.8f}",
+            ]
+        )
+    total = {m: [sum(c for c, *_ in runs[k]) for k in runs if k[1] == m] for m in methods}
+    totals = ", ".join(f"{m} {sum(v)}/{sum(len(runs[k]) for k in runs if k[1] == m)}" for m, v in total.items())
+    return (
+        f"`ConstrainedDeepRKM(**parameters, stiefel_method=method, max_iter={max_iter}, random_state=seed)` with the "
+        f"default tol = {defaults['tol']:g} (grad_norm) and everything else default (rbf levels, gamma 1/n_features "
+        "and N/(2 s_{l-1}), uncentred, random start), seeds "
+        f"{', '.join(map(str, seeds))} (the data of the small problems drawn with the same seed; on Table 1 the "
+        f"methods other than bb_pg and pg from seed 0 only); cayley_adam at its default lr "
+        "(`rkm.stiefel.CAYLEY_ADAM_LR`). Converged: the fit raised no ConvergenceWarning (the failing statuses in "
+        "brackets); iterations and seconds (the solver's own time, `stiefel_result_.time`): median (range); the "
+        "final objective f: min … max over the starts (the problems have several local minima, so methods and "
+        f"starts can end at different stationary points). Converged in all: {totals}.\n\n"
+        + markdown_table(["problem", "method", "converged", "iterations", "seconds", "final f"], rows)
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--part",
+        nargs="+",
+        choices=("perf", "defaults"),
+        default=["perf"],
+        help="perf: the objective, pg and methods parts (section 'Constr-DRKM performance'); defaults: the "
+        "measurement of the defaults (section 'Constr-DRKM defaults')",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="defaults: random starts per problem (default 3)")
+    parser.add_argument("--max-iter", type=int, default=2000, help="defaults: the common iteration cap (2000)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--quick", action="store_true", help="N = 1000 and 2000, 2 rounds, the reference PG capped, 2 starts per method"
@@ -334,6 +449,26 @@ def main():
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     require_core()
+    if "defaults" in args.part:
+        began, load = time.perf_counter(), load_average()
+        with pinned_threads(args.threads):
+            text = _defaults_section(DEFAULT_METHODS, list(range(args.seeds)), args.max_iter)
+        seconds = time.perf_counter() - began
+        note = (
+            f" The run took {seconds:.0f} s; 1-minute load average {load:.1f} at its start, {load_average():.1f} at "
+            "its end (other processes share the cores, and the seconds with them)."
+        )
+        write_script_section(
+            args.output,
+            DEFAULTS_HEADING,
+            "bench/constr_drkm_perf.py",
+            args.threads,
+            text,
+            note,
+            seconds,
+        )
+    if "perf" not in args.part:
+        return
     if args.quick and args.reference_iterations is None:
         args.reference_iterations = 30
     sizes = [1000, 2000] if args.quick else [1000, 2000, 5000]

@@ -429,3 +429,99 @@ def test_penalty_with_adam_survives_an_iterate_that_loses_rank():
         model.fit(images.reshape(200, -1))
     assert model.stiefel_result_.feasibility_unpolished > 1.0
     assert model.feasibility_ <= 1e-12 and np.isfinite(model.objective_)
+
+
+# ---------------------------------------------------------------------- defaults (issue 23)
+
+
+def _default_problems():
+    from sklearn.datasets import make_blobs
+
+    from rkm.datasets import make_square
+
+    yield np.random.default_rng(0).normal(size=(80, 3)), {"n_components": (3, 2)}
+    yield make_square(200, 0.1, random_state=0).data, {"n_components": (2, 1)}
+    yield make_blobs(120, n_features=4, centers=3, random_state=0)[0], {}
+
+
+def test_the_default_solver_converges_on_ordinary_problems():
+    """The default Stiefel method ("bb_pg"), tol and max_iter meet the tolerance without a warning on small
+    Gaussian data (the issue's reproduction), a 2-D shape and blobs with the default (10, 5)."""
+    from rkm.exceptions import ConvergenceWarning as RKMConvergenceWarning
+
+    for X, parameters in _default_problems():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RKMConvergenceWarning)
+            model = ConstrainedDeepRKM(**parameters, random_state=0).fit(X)
+        assert model.stiefel_result_.success and model.grad_norm_ <= model.tol
+        assert model.feasibility_ < 1e-12
+
+
+def test_the_default_reaches_what_pg_reaches_on_a_nearly_concave_problem():
+    """A small bandwidth makes eq. 7 nearly concave: Cayley-BB alone stalls near grad_norm 1.5e-7 there, the
+    default switches to projected gradient and converges, to projected gradient's objective."""
+    X = _data(150, seed=1)
+    default = _fit(ConstrainedDeepRKM((3, 2), gamma=0.05, random_state=0), X)
+    pg = _fit(ConstrainedDeepRKM((3, 2), gamma=0.05, stiefel_method="pg", random_state=0), X)
+    assert default.stiefel_result_.success and ", pg " in default.stiefel_result_.message  # it switched
+    assert abs(default.objective_ - pg.objective_) <= 1e-8 * abs(pg.objective_)
+
+
+def test_cayley_adam_default_reaches_the_projected_gradient_objective():
+    """One level is kernel PCA (a unique optimum): Cayley Adam at its default lr meets the tolerance there and
+    reaches projected gradient's objective; the paper's lr is still available and barely moves in 50 steps."""
+    X = np.random.default_rng(0).normal(size=(120, 4))
+    pg = _fit(ConstrainedDeepRKM(4, stiefel_method="pg", random_state=0), X)
+    adam = _fit(ConstrainedDeepRKM(4, stiefel_method="cayley_adam", random_state=0), X)
+    assert abs(adam.objective_ - pg.objective_) <= 1e-10 * abs(pg.objective_)
+    assert adam.n_iter_ < 2000
+    paper = ConstrainedDeepRKM(4, stiefel_method="cayley_adam", stiefel_options={"lr": "paper"}, max_iter=50)
+    with pytest.warns(ConvergenceWarning):
+        paper.set_params(random_state=0).fit(X)
+    start = _start_only(ConstrainedDeepRKM(4, random_state=0), X)
+    assert abs(paper.objective_ - start.objective_) < 0.1 * abs(pg.objective_ - start.objective_)
+    with pytest.raises(ValueError, match="'lr' must be a positive number or 'paper'"):
+        ConstrainedDeepRKM(4, stiefel_method="cayley_adam", stiefel_options={"lr": "fast"}).fit(X)
+
+
+def test_warnings_are_rkms_and_point_at_the_callers_line():
+    from rkm.exceptions import ConvergenceWarning as RKMConvergenceWarning
+
+    X = _data()
+    with pytest.warns(RKMConvergenceWarning) as record:
+        ConstrainedDeepRKM((2, 1), max_iter=2, random_state=0).fit(X)
+    assert record[0].filename == __file__
+
+
+def test_too_many_components_are_scaled_down_with_a_warning():
+    """The default (10, 5) on 10 samples (scikit-learn's small-sample checks): (6, 3), with a warning."""
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.warns(UserWarning, match=r"using n_components=\(6, 3\)"):
+        model = _fit(ConstrainedDeepRKM(random_state=0), X)
+    assert model.n_components_ == (6, 3) and model.transform(X).shape == (10, 9)
+    with pytest.raises(ValueError, match="n_components: 3 levels need at least 3 samples"):
+        ConstrainedDeepRKM((1, 1, 1)).fit(X[:2])
+
+
+def test_training_codes_and_the_out_of_sample_map():
+    """For L = 1 transform(X_train) is the training codes; for L = 2 it is the out-of-sample map of eqs. 4-5, which
+    differs from them (the levels are trained jointly); the codes are embedding_, and fit_transform is
+    fit().transform as scikit-learn requires."""
+    X = np.random.default_rng(0).normal(size=(80, 3))
+    one = _fit(ConstrainedDeepRKM(3, random_state=0), X)
+    assert_close(one.transform(X), one.embedding_, 1e-8)
+    two = _fit(ConstrainedDeepRKM((3, 2), random_state=0), X)
+    assert_close(two.embedding_, np.hstack(two.H_), 0.0)
+    T = two.transform(X)
+    assert np.linalg.norm(T - two.embedding_) > 0.1 * np.linalg.norm(two.embedding_)
+    assert_close(clone(two).fit_transform(X), T, 1e-10)
+
+
+def test_changing_x_after_fit_does_not_change_the_model():
+    X = _data()
+    model = _fit(ConstrainedDeepRKM((2, 1), random_state=0), X)
+    before = model.transform(X[:5].copy())
+    new = X[:5].copy()
+    assert model.X_fit_ is not X and not np.shares_memory(model.X_fit_, X)
+    X[:] = 0.0
+    assert_close(model.transform(new), before, 0.0)

@@ -291,3 +291,58 @@ def test_random_point_and_helpers():
         stiefel.random_point(3, 4)
     with pytest.raises(ValueError, match="^G: "):
         stiefel.riemannian_gradient(H, G[:, :2])
+
+
+# ---------------------------------------------------------------------- why a method stopped
+
+
+def nan_from_call(fun, first_bad):
+    """fun, but NaN (f) from its first_bad-th call on: every later trial point is non-finite."""
+    calls = {"n": 0}
+
+    def wrapped(H):
+        calls["n"] += 1
+        f, G = fun(H)
+        return (np.nan, G) if calls["n"] >= first_bad else (f, G)
+
+    return wrapped
+
+
+@pytest.mark.parametrize("method", ["pg", "pg_anderson", "cayley_bb"])
+def test_a_non_finite_objective_is_reported_as_such(method):
+    """A line search whose trials are all NaN failed because f is not finite there, not for want of decrease."""
+    fun, H0, _, _ = eigen_problem(0)
+    result = stiefel.minimize(nan_from_call(fun, 4), H0, method, 1e-8, 100)
+    assert not result.success and result.status == "non_finite"
+    assert "not finite (f = nan)" in result.message and "sufficient decrease" not in result.message
+    assert np.isfinite(result.fun) and result.feasibility <= 1e-12
+
+
+def test_a_finite_failed_line_search_keeps_its_status():
+    """Finite trials without decrease are still "line_search_failed" (every point but H0 is higher than H0)."""
+    fun, H0, _, _ = eigen_problem(0)
+    f0 = fun(H0)[0]
+
+    def rising(H):
+        f, G = fun(H)
+        return (f if np.array_equal(H, H0) else f0 + 1.0), G
+
+    result = stiefel.minimize(rising, H0, "pg", 1e-8, 100)
+    assert result.status == "line_search_failed" and "sufficient decrease" in result.message
+
+
+def test_penalty_reports_a_stalled_gradient_not_the_outer_cap():
+    """Below what the inner L-BFGS-B resolves, grad_norm stalls with the iterate feasible: "stagnated", with the
+    inner solver's reason, long before max_outer (30)."""
+    fun, H0, _, _ = eigen_problem(0)
+    result = stiefel.minimize(fun, H0, "penalty", 1e-13, 100000)
+    assert result.status == "stagnated" and not result.success
+    assert "stalled" in result.message and "L-BFGS-B" in result.message
+    assert result.n_outer < 30 and result.feasibility_unpolished <= 1e-9
+
+
+def test_penalty_outer_cap_names_the_failed_test():
+    fun, H0, _, _ = eigen_problem(0)
+    result = stiefel.minimize(fun, H0, "penalty", 1e-6, 100000, options={"max_outer": 1})
+    assert result.status == "max_outer" and result.n_outer == 1
+    assert "max_outer = 1" in result.message and "feasibility" in result.message and "> outer_tol" in result.message

@@ -24,7 +24,22 @@ Methods
     tangent space and an iterative Cayley retraction. Scalar second moment (so the method stays invariant under
     rotations of H), 5 Cayley iterations, no random re-orthonormalization (a deterministic polar re-projection
     whenever the feasibility exceeds 1e-13 instead). No line search: ``options["lr"]`` decides speed and
-    stability; a non-finite objective stops it with :class:`DivergenceError`.
+    stability; a non-finite objective stops it with :class:`DivergenceError`. The moments are divided by the
+    gradient's RMS and the step is min(lr, 2q / ||W||), so lr is a rotation per iteration that does not depend
+    on the objective's scale: the default lr 10 (measured: lr 3 to 30 converge alike on the problems of
+    bench/constr_drkm_perf.py, 100 oscillates near the optimum; lr 10 was the fastest on the paper's Table 1).
+    ``options["lr"] = "paper"`` is the paper's 5e-5, which moves H by about 5e-5 per iteration and needs tens of
+    thousands of iterations (the paper: 41 005): use it only to reproduce the paper's Table 1. Use Cayley Adam
+    where its cheap iteration (one call, no line search, no SVD) matters more than the iteration count.
+``"bb_pg"``
+    Stretches of 100 "cayley_bb" iterations, switching to "pg" from the best point so far (and back) whenever a
+    stretch makes no progress (the lowest grad_norm does not halve and the lowest f does not fall by 1e-9
+    relative) or its line search fails; "stagnated" after 4 stretches in a row without progress. "cayley_bb"
+    is fast where the objective is far from concave (the projected gradient's doubled steps then wander at
+    grad_norm 1e-5..1e-4), but its f-based line search cannot resolve the nearly flat directions of a nearly
+    concave objective (it stalls near grad_norm 1.5e-7 on the paper's MNIST problem), where "pg", which turns
+    into the subspace iteration, converges in tens of iterations from its point. The default of
+    :class:`rkm.ConstrainedDeepRKM`.
 ``"penalty"``
     The paper's Algorithm 1: minimize f(H) + (mu/2) ||H^T H - I||_F^2 by L-BFGS (or Adam) for a growing mu until
     the feasibility is below ``options["outer_tol"]``. Its iterates are only approximately feasible: the result
@@ -45,9 +60,13 @@ Stopping criteria
 with an unbounded step the projected gradient moves H by ``polar(-G) - H`` whatever gamma is, so the ratio falls
 like 1/gamma while the gradient stays large (e.g. 3e-14 with grad_norm 0.045); use it with
 ``options["max_step"]`` bounded. grad_norm is its gamma -> 0 limit and does not depend on the step. Every method
-also stops after ``max_iter`` iterations, when a line search finds no decrease ("line_search_failed"), or when
-neither f (to rounding) nor the lowest grad_norm has changed for 10 iterations ("stagnated"): a tol below what
-float64 can attain ends with ``success=False`` rather than a hang. The returned point is the one that met the
+also stops after ``max_iter`` iterations, when a line search finds no decrease ("line_search_failed", or
+"non_finite" when its last trial points gave a non-finite f or G), or when neither f (to rounding) nor the
+lowest grad_norm has changed for 10 iterations ("stagnated"): a tol below what float64 can attain ends with
+``success=False`` rather than a hang. "penalty" stops as "stagnated" when its projected iterate is feasible but
+its grad_norm has not fallen for 3 outer iterations (the inner L-BFGS-B can no longer lower the penalized
+objective at the working precision), and as "max_outer" after ``max_outer`` outer iterations; its message names
+the test that failed and the inner solver's last reason for stopping. The returned point is the one that met the
 tolerance, otherwise the best (lowest f) point seen.
 
 Readings of the paper made here
@@ -83,7 +102,14 @@ __all__ = [
 ]
 
 ENGINE_METHODS = ("pg", "cayley_adam", "cayley_bb", "pg_anderson")
-METHODS = ENGINE_METHODS + ("penalty",)
+METHODS = ENGINE_METHODS + ("penalty", "bb_pg")
+# "bb_pg": the engine methods it alternates between, the iterations of one stretch, and what counts as progress
+# over a stretch (the lowest grad_norm falls by this factor, or the lowest f by this much relative).
+SWITCHING_METHODS = ("cayley_bb", "pg")
+SWITCH_STRETCH = 100
+SWITCH_GRAD_FACTOR = 0.5
+SWITCH_F_RTOL = 1e-9
+SWITCH_IDLE_STRETCHES = 4
 START_FEASIBILITY = 1e-8  # a start farther than this from St(p, N) is projected
 PENALTY_DEFAULTS = {
     "mu0": 1.0,
@@ -97,6 +123,17 @@ PENALTY_DEFAULTS = {
     "history": True,
 }
 ADAM_INNER_MAX_ITER = 500
+# Cayley Adam's default learning rate, and the paper's (section 5.1, Table 1), kept as options["lr"] = "paper".
+# The step is alpha = min(lr, 2 q / ||W||) with the moments divided by the gradient's RMS, so lr is a rotation
+# per iteration, independent of the objective's scale. Measured (bench/constr_drkm_perf.py --part defaults, and
+# the lr grid of bench/constr_drkm.py --part table1): lr 3 to 30 reach the optimum of min -1/2 Tr(H^T A H)
+# (N = 60, p = 5) in about 415 iterations, 100 oscillates; lr 10 was the fastest on Table 1 and on 2-D shapes.
+CAYLEY_ADAM_LR = 10.0
+CAYLEY_ADAM_PAPER_LR = 5e-5
+# The penalty method stops as "stagnated" when, with the iterate feasible, grad_norm has not fallen below this
+# fraction of its lowest value for this many outer iterations in a row.
+PENALTY_STALL_FACTOR = 0.99
+PENALTY_STALL_OUTER = 3
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -125,7 +162,11 @@ class StiefelResult:
     success : bool
         Whether the tolerance was met.
     status : str
-        "converged", "max_iter", "line_search_failed" or "stagnated".
+        "converged"; "max_iter" (the iteration cap); "line_search_failed" (no step with sufficient decrease, at
+        finite trial points); "non_finite" (the line search's last trial points had a non-finite objective or
+        gradient: f is undefined or overflows next to the iterate); "stagnated" (neither f nor grad_norm
+        improves; "penalty": grad_norm of the feasible, projected iterate stalls over outer iterations); or
+        "max_outer" ("penalty": ``max_outer`` outer iterations, the message naming the test that failed).
     message : str
         Why the method stopped, in words.
     method : str
@@ -299,7 +340,8 @@ def minimize(fun_and_grad, H0, method="pg", tol=1e-6, max_iter=1000, *, options=
     options : dict or None, default=None
         Method options (unknown keys are errors). Engine methods: ``criterion`` "grad" | "step",
         ``max_step`` inf, ``sigma`` 1e-4 (sufficient decrease), ``max_backtracks`` 60, ``history`` True;
-        cayley_adam: ``lr`` 1e-3, ``beta1`` 0.9, ``beta2`` 0.99, ``eps`` 1e-8, ``q`` 0.5, ``cayley_iters`` 5;
+        cayley_adam: ``lr`` 10 (or "paper": the paper's 5e-5), ``beta1`` 0.9, ``beta2`` 0.99, ``eps`` 1e-8,
+        ``q`` 0.5, ``cayley_iters`` 5;
         pg_anderson: ``memory`` 5; cayley_bb: ``rho`` 1e-4, ``delta`` 0.1, ``nonmonotone`` 0.85.
         penalty: ``mu0`` 1, ``tau0`` 1e-5, ``growth`` 8, ``max_outer`` 30, ``outer_tol`` 1e-9, ``inner``
         "lbfgs" | "adam", ``lr`` 1e-3 (adam), ``polish`` True, ``history`` True.
@@ -320,7 +362,8 @@ def minimize(fun_and_grad, H0, method="pg", tol=1e-6, max_iter=1000, *, options=
     DivergenceError
         When the objective becomes non-finite at an accepted iterate ("cayley_adam", "penalty"); ``.iterate``
         holds the last finite iterate (N x p), ``.fun`` its objective and ``.nit`` the iterations done.
-        Line-search methods treat a non-finite trial as a failed trial and shrink the step instead.
+        Line-search methods treat a non-finite trial as a failed trial and shrink the step instead; when the
+        last trials of a search are all non-finite they return with status "non_finite".
 
     Examples
     --------
@@ -349,6 +392,8 @@ def minimize(fun_and_grad, H0, method="pg", tol=1e-6, max_iter=1000, *, options=
         H0 = _polar(H0, "H0")
     if method == "penalty":
         fields = _penalty(fun_and_grad, H0, tol, max_iter, dict(options or {}), verbose)
+    elif method == "bb_pg":
+        fields = _switching(fun_and_grad, H0, tol, max_iter, options, verbose)
     else:
         fields = _engine(fun_and_grad, H0, method, tol, max_iter, options, verbose)
     return StiefelResult(**fields, method=method, x0_feasibility=x0_feasibility, time=time.perf_counter() - start)
@@ -360,12 +405,53 @@ def _check_objective(fun_and_grad):
     return fun_and_grad
 
 
+class _Watched:
+    """The objective as the engine calls it, counting the non-finite evaluations: a line search that ends on
+    non-finite trials failed because f or G is not finite there, not for want of decrease. The engine passes H
+    (and takes G) as NumPy arrays either way; a compiled objective keeps its own threads inside ``evaluate``."""
+
+    def __init__(self, fun_and_grad):
+        self.fun = getattr(fun_and_grad, "evaluate", fun_and_grad)
+        self.streak, self.total, self.last = 0, 0, float("nan")
+
+    def __call__(self, H):
+        out = self.fun(H)
+        f, G = out[0], out[1]
+        if np.isfinite(f) and np.all(np.isfinite(G)):
+            self.streak = 0
+        else:
+            self.streak, self.total, self.last = self.streak + 1, self.total + 1, float(f)
+        return f, G
+
+
+def _engine_options(method, options):
+    """The engine's options: Cayley Adam's lr defaults to CAYLEY_ADAM_LR, "paper" gives the paper's 5e-5."""
+    options = dict(options or {})
+    if method == "cayley_adam":
+        lr = options.get("lr", CAYLEY_ADAM_LR)
+        if isinstance(lr, str):
+            if lr != "paper":
+                raise ValueError(f"options: 'lr' must be a positive number or 'paper', got {lr!r}")
+            lr = CAYLEY_ADAM_PAPER_LR
+        options["lr"] = lr
+    return options
+
+
 def _engine(fun_and_grad, H0, method, tol, max_iter, options, verbose):
     # A compiled objective runs its own OpenMP threads and calls BLAS inside them: one BLAS thread apiece, or
     # BLAS's threads would nest in them (2-4x slower on 2 cores).
     compiled = isinstance(fun_and_grad, _core.StiefelObjective)
+    watched = _Watched(fun_and_grad)
     with blas_threads(1 if compiled else None):
-        out = _core.stiefel_minimize(fun_and_grad, H0, method, tol, max_iter, dict(options or {}))
+        out = _core.stiefel_minimize(watched, H0, method, tol, max_iter, _engine_options(method, options))
+    if out["status"] == "line_search_failed" and watched.streak > 0:
+        # The search's last (smallest) trials were not finite: say so rather than "no sufficient decrease".
+        out["status"] = "non_finite"
+        out["message"] = (
+            f"the objective or its gradient was not finite (f = {watched.last:g}) at the last {watched.streak} "
+            f"trial points of the line search ({watched.total} non-finite evaluations in all): f is undefined or "
+            "overflows next to the returned iterate"
+        )
     if out["status"] == "diverged":
         raise DivergenceError(
             f"{method}: the objective diverged after {out['nit']} iterations: {out['message']}; the last finite "
@@ -393,6 +479,78 @@ def _engine(fun_and_grad, H0, method, tol, max_iter, options, verbose):
         "status": str(out["status"]),
         "message": str(out["message"]),
         "history": history,
+    }
+
+
+def _switching(fun_and_grad, H0, tol, max_iter, options, verbose):
+    """ "bb_pg": stretches of SWITCH_STRETCH iterations of "cayley_bb", switching to "pg" (and back) from the
+    best point so far whenever a stretch makes no progress (neither the lowest grad_norm halves nor the lowest f
+    falls by 1e-9 relative) or its line search fails; "stagnated" after SWITCH_IDLE_STRETCHES stretches in a row
+    without progress."""
+    options = dict(options or {})
+    keep = options.get("history", True)
+    options["history"] = True
+    x, which, nit, nfev, idle = H0, 0, 0, 0, 0
+    history = {"fun": [], "grad_norm": []}
+    stretches, last = [], None
+    lowest_g, lowest_f = np.inf, np.inf
+    while True:
+        method = SWITCHING_METHODS[which]
+        out = _engine(fun_and_grad, x, method, tol, min(SWITCH_STRETCH, max_iter - nit), options, 0)
+        first = 0 if not history["fun"] else 1
+        history["fun"].extend(out["history"]["fun"][first:])
+        history["grad_norm"].extend(out["history"]["grad_norm"][first:])
+        if stretches and stretches[-1][0] == method:
+            stretches[-1][2] = nit + out["nit"]
+        else:
+            stretches.append([method, nit, nit + out["nit"]])
+        nit, nfev, last = nit + out["nit"], nfev + out["nfev"], out
+        g, f = float(np.min(out["history"]["grad_norm"])), out["fun"]
+        progress = g < SWITCH_GRAD_FACTOR * lowest_g or f < lowest_f - SWITCH_F_RTOL * abs(lowest_f)
+        if not np.isfinite(lowest_g):  # the first stretch compares with the start
+            start_g, start_f = out["history"]["grad_norm"][0], out["history"]["fun"][0]
+            progress = g < SWITCH_GRAD_FACTOR * start_g or f < start_f - SWITCH_F_RTOL * abs(start_f)
+        lowest_g, lowest_f = min(lowest_g, g), min(lowest_f, f)
+        x = out["x"]
+        if verbose > 0:
+            print(
+                f"bb_pg: {method} to iteration {nit}: {out['status']}, objective {f: .12e}, lowest grad_norm {g:.3e}",
+                flush=True,
+            )
+        if out["success"]:
+            status, message = (
+                "converged",
+                f"tolerance met after {nit} iterations ({out['message'].split(' after ')[0]})",
+            )
+            break
+        if out["status"] == "non_finite":
+            status, message = out["status"], out["message"]
+            break
+        if nit >= max_iter:
+            status, message = "max_iter", f"max_iter = {max_iter} iterations reached before the tolerance"
+            break
+        idle = 0 if progress else idle + 1
+        if idle >= SWITCH_IDLE_STRETCHES:
+            status = "stagnated"
+            message = (
+                f"no progress over {SWITCH_IDLE_STRETCHES} stretches in a row, alternating "
+                f"{' and '.join(SWITCHING_METHODS)}; grad_norm {out['grad_norm']:.3g} > tol {tol:g}"
+            )
+            break
+        if not progress or out["status"] in ("line_search_failed", "stagnated"):
+            which = 1 - which
+    used = ", ".join(f"{name} {a + 1}-{b}" for name, a, b in stretches if b > a)
+    message = f"{message} (iterations: {used or 'none'})"
+    if verbose > 0:
+        print(f"bb_pg: {status}: {message}", flush=True)
+    return {
+        **{key: last[key] for key in ("x", "fun", "grad_norm", "feasibility", "step_measure")},
+        "nit": nit,
+        "nfev": nfev,
+        "success": status == "converged",
+        "status": status,
+        "message": message,
+        "history": {key: np.asarray(values if keep else [], dtype=np.float64) for key, values in history.items()},
     }
 
 
@@ -457,18 +615,19 @@ def _penalized(objective, mu):
 
 
 def _adam_inner(Q, theta, tau, max_iter, lr):
-    """Plain Adam (entry-wise moments, beta 0.9 / 0.999) on Q until ||grad Q|| <= tau: (theta, nit)."""
+    """Plain Adam (entry-wise moments, beta 0.9 / 0.999) on Q until ||grad Q|| <= tau: (theta, nit, why it
+    stopped)."""
     m, v = np.zeros_like(theta), np.zeros_like(theta)
     for t in range(1, max_iter + 1):
         q, g = Q(theta)
         if not (np.isfinite(q) and np.all(np.isfinite(g))):
             raise DivergenceError("adam", iterate=theta, nit=t - 1)
         if np.linalg.norm(g) <= tau:
-            return theta, t - 1
+            return theta, t - 1, "||grad Q|| <= tau"
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         theta = theta - lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-    return theta, max_iter
+    return theta, max_iter, f"{max_iter} Adam iterations without ||grad Q|| <= tau"
 
 
 class _NotFinite(Exception):
@@ -476,7 +635,8 @@ class _NotFinite(Exception):
 
 
 def _lbfgs_inner(Q, theta, tau, max_iter):
-    """L-BFGS-B on Q until ||grad Q||_inf <= tau / sqrt(n) (which implies ||grad Q||_2 <= tau): (theta, nit).
+    """L-BFGS-B on Q until ||grad Q||_inf <= tau / sqrt(n) (which implies ||grad Q||_2 <= tau): (theta, nit,
+    L-BFGS-B's reason for stopping).
 
     ftol = 0: the relative-decrease test of L-BFGS-B (scipy's default 2.2e-9) stops long before the gradient
     test on these objectives; the gradient test, max_iter or a failed line search end the solve.
@@ -498,17 +658,29 @@ def _lbfgs_inner(Q, theta, tau, max_iter):
         out = scipy.optimize.minimize(guarded, theta, jac=True, method="L-BFGS-B", options=options, callback=count)
     except _NotFinite:
         raise DivergenceError("lbfgs", iterate=last["theta"], nit=last["nit"]) from None
-    return out.x, int(out.nit)
+    message = out.message if isinstance(out.message, str) else out.message.decode()
+    return out.x, int(out.nit), f"L-BFGS-B: {message}"
 
 
 def _inner_solve(objective, H, mu, tau, max_iter, o):
-    """Minimize the penalized objective from H to ||grad Q|| <= tau: (H, iterations)."""
+    """Minimize the penalized objective from H to ||grad Q|| <= tau: (H, iterations, why the inner solve
+    stopped)."""
     Q = _penalized(objective, mu)
     if o["inner"] == "adam":
-        theta, nit = _adam_inner(Q, H.ravel(), tau, min(max_iter, ADAM_INNER_MAX_ITER), o["lr"])
+        theta, nit, why = _adam_inner(Q, H.ravel(), tau, min(max_iter, ADAM_INNER_MAX_ITER), o["lr"])
     else:
-        theta, nit = _lbfgs_inner(Q, H.ravel(), tau, max_iter)
-    return theta.reshape(H.shape), nit
+        theta, nit, why = _lbfgs_inner(Q, H.ravel(), tau, max_iter)
+    return theta.reshape(H.shape), nit, why
+
+
+def _penalty_shortfall(unpolished, grad_norm, outer_tol, tol, why):
+    """Which of the penalty's two tests failed at the last outer iteration, with the inner solver's last stop."""
+    failed = []
+    if unpolished > outer_tol:
+        failed.append(f"feasibility {unpolished:.3g} > outer_tol {outer_tol:g}")
+    if grad_norm > tol:
+        failed.append(f"grad_norm {grad_norm:.3g} > tol {tol:g}")
+    return " and ".join(failed) + f" (last inner solve: {why})"
 
 
 def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
@@ -519,13 +691,23 @@ def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
         raise ValueError("fun: not finite at H0")
     H, mu, tau, nit, n_outer = H0, o["mu0"], o["tau0"], 0, 0
     history = {"fun": [f], "grad_norm": [float(np.linalg.norm(riemannian_gradient(H0, G)))]}
-    status, message = "max_iter", f"max_outer = {o['max_outer']} outer iterations reached before the tolerances"
-    while n_outer < o["max_outer"]:
+    status, message, why, stalled, lowest = "max_iter", "", "", 0, np.inf
+    unpolished, grad_norm = float(np.linalg.norm(H0.T @ H0 - np.eye(H0.shape[1]))), history["grad_norm"][0]
+    while True:
+        if n_outer >= o["max_outer"]:
+            status = "max_outer"
+            message = (
+                f"max_outer = {o['max_outer']} outer iterations reached before the tolerances: "
+                + _penalty_shortfall(unpolished, grad_norm, o["outer_tol"], tol, why)
+            )
+            break
         if nit >= max_iter:
-            message = f"max_iter = {max_iter} inner iterations reached before the tolerances"
+            message = f"max_iter = {max_iter} inner iterations reached before the tolerances" + (
+                ": " + _penalty_shortfall(unpolished, grad_norm, o["outer_tol"], tol, why) if n_outer else ""
+            )
             break
         try:
-            H, inner_nit = _inner_solve(objective, H, mu, tau, max_iter - nit, o)
+            H, inner_nit, why = _inner_solve(objective, H, mu, tau, max_iter - nit, o)
         except DivergenceError as diverged:
             last = H if diverged.iterate is None else diverged.iterate.reshape(H.shape)
             raise DivergenceError(
@@ -555,6 +737,22 @@ def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
                     f"feasibility {unpolished:.3g} <= outer_tol and grad_norm "
                     f"{grad_norm:.3g} <= tol after {n_outer} outer iterations"
                 ),
+            )
+            break
+        # Feasible, but grad_norm no longer falls: the inner solver cannot lower Q at the working precision, and
+        # further outer iterations (smaller tau) only repeat it. Stop and say so.
+        if unpolished <= o["outer_tol"] and grad_norm >= PENALTY_STALL_FACTOR * lowest:
+            stalled += 1
+        else:
+            stalled = 0
+        lowest = min(lowest, grad_norm)
+        if stalled >= PENALTY_STALL_OUTER:
+            status = "stagnated"
+            message = (
+                f"grad_norm of the projected iterate stalled at {grad_norm:.3g} > tol {tol:g} over the last "
+                f"{PENALTY_STALL_OUTER} outer iterations, the iterate feasible (feasibility {unpolished:.3g} <= "
+                f"outer_tol); the inner solver cannot lower the penalized objective further at the working "
+                f"precision (last inner solve: {why}); use a larger tol or an engine method (e.g. 'pg')"
             )
             break
         # Algorithm 1 raises mu every outer iteration; once the iterate is feasible to outer_tol a larger mu only

@@ -8,7 +8,6 @@ together have orthonormal columns. The readings of steps the paper leaves open a
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Sequence
 from numbers import Integral
 
@@ -21,7 +20,6 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -39,10 +37,13 @@ from rkm._utils.validation import (
     VERBOSE,
     check_choices,
     check_int,
+    check_matrix,
     check_positive,
     kernel_constraints,
 )
+from rkm._utils.warn import warn
 from rkm.deep._constr_levels import bandwidth_objective, levelwise_init
+from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import (
     Kernel,
     canonical_kernel_name,
@@ -56,7 +57,7 @@ from rkm.preimage import gaussian_fixed_point, kernel_smoother, with_feature_mea
 
 __all__ = ["ConstrainedDeepRKM"]
 
-STIEFEL_METHODS = ("pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson")
+STIEFEL_METHODS = ("bb_pg", "pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson")
 INITS = ("random", "levelwise")
 PREIMAGE_PATHS = ("expansion", "kpca", "chained")
 # Kernels of levels l >= 2, which the objective differentiates with respect to the previous level's features.
@@ -96,11 +97,26 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     that for L = 1 it equals :class:`rkm.KernelPCA`'s hidden features (``transform``); ``lam=<float>`` gives the
     printed 1/(lam eta_l) in place of A_l^+.
 
+    Training codes and out-of-sample codes differ for L >= 2. ``transform(X_train)`` is not ``H_``: the
+    training solves the levels jointly, and at a stationary point of eq. 7 level 1 satisfies
+    K~_1 H_1 / eta_1 = D_1 - H S_1, with D_1 the gradient of the later levels' terms with respect to H_1 and
+    S_1 the constraint's multipliers: K~_1 H_1 leaves the span of H_1 unless D_1 lies in H's span, so h_1*(x_i),
+    row i of K~_1 H_1 A_1^+, equals row i of H_1 only when the later levels do not pull on H_1 (L = 1, or
+    nearly decoupled levels such as a very large eta_2); deeper levels then encode these h_1*, not the rows
+    of H_1. (Relative differences of 0.7-1.4 were seen on Gaussian data and digits.) Eqs. 4-5 are the
+    paper's out-of-sample map and ``transform`` applies it to every input, the training points included, so
+    that ``fit_transform(X)`` equals ``fit(X).transform(X)`` as scikit-learn requires. The training codes the
+    fit found are ``embedding_`` (``np.hstack(H_)``, as scikit-learn's manifold learners name them): use them
+    where the codes of the training points themselves are wanted.
+
     Parameters
     ----------
     n_components : int or sequence of ints, default=(10, 5)
         Hidden features per level (s_1, ..., s_L); the number of levels L is the sequence's length (an int is
-        one level). Their sum may not exceed n_samples. The default is the paper's MNIST model (section 5).
+        one level). The default is the paper's MNIST model (section 5). When their sum exceeds n_samples (the
+        hidden features must be orthonormal), the sizes are scaled down in proportion, at least 1 per level
+        (e.g. (10, 5) -> (6, 3) for 10 samples), with a UserWarning; ``n_components_`` holds the sizes used.
+        Fewer samples than levels is an error.
     kernel : str, rkm.kernels.Kernel or sequence of L of them, default="rbf"
         One kernel for every level or one per level. Level 1 takes any rkm kernel ("rbf", "laplacian",
         "poly", "linear", "cosine", "tanimoto"); levels 2 and above "rbf", "laplacian", "poly" or "linear".
@@ -120,13 +136,17 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         None: out-of-sample features scaled so that the training points' encodings project onto the training
         hidden features as the identity (A_l^+ above); a float: the paper's literal 1/(lam eta_l) of eqs. 4-5
         (lam does not enter training).
-    stiefel_method : {"pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson"}, default="pg"
-        Method of :func:`rkm.stiefel.minimize`: projected gradient with backtracking (section 4.1), Cayley
-        Adam, the quadratic penalty of Algorithm 1 (its result projected onto the constraint set), Wen-Yin's
-        Cayley method with Barzilai-Borwein steps, or projected gradient with Anderson acceleration. The
-        default is the paper's method (section 4.1) rather than the "cayley_bb" of :class:`rkm.MultiViewRKM`:
-        on the paper's problems (N = 1000, s = (10, 5)) "pg" was the fastest, while "cayley_bb" and
-        "pg_anderson" win on small problems with few components (see :mod:`rkm.stiefel`).
+    stiefel_method : {"bb_pg", "pg", "cayley_adam", "penalty", "cayley_bb", "pg_anderson"}, default="bb_pg"
+        Method of :func:`rkm.stiefel.minimize`: Wen-Yin's Cayley method with Barzilai-Borwein steps switching to
+        projected gradient (and back) when it stops making progress ("bb_pg"), projected gradient with
+        backtracking (section 4.1), Cayley Adam (default learning rate 10; ``stiefel_options={"lr": "paper"}``
+        for the paper's 5e-5, which needs tens of thousands of iterations), the quadratic penalty of Algorithm 1
+        (its result projected onto the constraint set), Cayley-BB alone, or projected gradient with Anderson
+        acceleration. The default was chosen by measurement (bench/constr_drkm_perf.py ``--part defaults``,
+        bench/RESULTS.md): "pg" stops at its cap on 2-D shapes, Gaussian blobs, sprites and small Gaussian
+        data (its doubled steps wander at grad_norm 1e-5..1e-4), "cayley_bb" and "pg_anderson" stall near
+        grad_norm 1.5e-7 on the paper's MNIST problem (N = 1000, s = (10, 5), gamma = 0.01), "bb_pg" converged
+        on all of them.
     init : {"random", "levelwise"} or ndarray of shape (n_samples, sum s_l), default="random"
         Starting point: standard normal entries made orthonormal (seeded by ``random_state``); level-wise
         kernel PCA (H_1 the top eigenvectors of K~_1, H_l those of P K~_l P with P the projector onto the
@@ -140,13 +160,14 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         changes by less than ``tol`` (relative) or after 20 rounds; ``gamma`` is the start. Meant for
         ``center=True``: uncentred, the objective keeps decreasing as gamma -> 0 (every kernel matrix tends to
         1 1^T), so the bandwidths are kept within a factor 100 of their start, with a warning when they hit it.
-    max_iter : int, default=1000
-        Iterations of the Stiefel method (per round with ``learn_gamma``); 0 keeps the starting point.
+    max_iter : int, default=5000
+        Iterations of the Stiefel method (per round with ``learn_gamma``); 0 keeps the starting point. The
+        default fits converged within 2000 iterations on the measured problems.
     tol : float, default=5e-8
-        Tolerance on the norm of the Riemannian gradient (``stiefel_options`` can select the paper's
-        step-based test).
+        Tolerance on the norm of the Riemannian gradient (the paper's value; ``stiefel_options`` can select
+        the paper's step-based test).
     stiefel_options : dict or None, default=None
-        Further options of :func:`rkm.stiefel.minimize` (e.g. ``{"max_step": 1.0}``, ``{"lr": 1e-3}``).
+        Further options of :func:`rkm.stiefel.minimize` (e.g. ``{"max_step": 1.0}``, ``{"lr": "paper"}``).
     preimage_path : {"expansion", "kpca", "chained"}, default="expansion"
         How ``denoise`` maps selected components back to input space (eqs. 8-11), see ``denoise``.
     preimage_max_iter : int, default=100
@@ -161,6 +182,11 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     Attributes
     ----------
+    n_components_ : tuple of L ints
+        The levels' sizes used (``n_components``, scaled down when their sum exceeded n_samples).
+    embedding_ : ndarray of shape (n_samples, sum s_l)
+        The training codes [H_1 ... H_L] that the fit found (``np.hstack(H_)``). For L >= 2 they differ from
+        ``transform(X_train)``, the out-of-sample map of eqs. 4-5 (see above).
     H_ : list of L ndarrays of shape (n_samples, s_l)
         Hidden features per level, each level rotated to its principal axes: H_l^T K~_l H_l is diagonal and
         descending, each column's largest entry positive. The rotation leaves the objective and the
@@ -246,11 +272,11 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         coef0: float | Sequence[float] = 1.0,
         eta: float | Sequence[float] = 1.0,
         lam: float | None = None,
-        stiefel_method: str = "pg",
+        stiefel_method: str = "bb_pg",
         init: str | ArrayLike = "random",
         center: bool = False,
         learn_gamma: bool = False,
-        max_iter: int = 1000,
+        max_iter: int = 5000,
         tol: float = 5e-8,
         stiefel_options: dict | None = None,
         preimage_path: str = "expansion",
@@ -292,12 +318,21 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 f"n_components: must be a positive int or a sequence of them (one per level), got {self.n_components!r}"
             )
         sizes = tuple(check_int(s, "n_components") for s in components)
-        if sum(sizes) > n_samples:
-            raise ValueError(
-                f"n_components: the levels' components sum to {sum(sizes)}, more than "
-                f"n_samples={n_samples} (the hidden features must be orthonormal)"
-            )
         n_levels = len(sizes)
+        if n_samples < n_levels:
+            raise ValueError(
+                f"n_components: {n_levels} levels need at least {n_levels} samples (one orthonormal hidden "
+                f"feature per level), got n_samples={n_samples}"
+            )
+        if sum(sizes) > n_samples:
+            clamped = _clamp_sizes(sizes, n_samples)
+            warn(
+                f"n_components: the levels' components sum to {sum(sizes)}, more than n_samples={n_samples} (the "
+                f"hidden features must be orthonormal); using n_components={clamped}, the sizes scaled down in "
+                "proportion (at least 1 per level)",
+                UserWarning,
+            )
+            sizes = clamped
         etas = tuple(check_positive(v, "eta") for v in _per_level(self.eta, "eta", n_levels))
         specs = self._level_specs(n_samples, n_features, sizes)
         if self.learn_gamma:
@@ -419,9 +454,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             f"{self.feasibility_:.2e}, {self.n_iter_} iterations"
         )
         if not result.success:
-            warnings.warn(
-                _not_converged_message(self.stiefel_method, result, self.tol), ConvergenceWarning, stacklevel=3
-            )
+            warn(_not_converged_message(self.stiefel_method, result, self.tol), ConvergenceWarning)
         return self
 
     def _fit_bandwidths(self, X, H0, specs, sizes, etas, objective):
@@ -449,12 +482,11 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             if np.isclose(t, low, rtol=0, atol=1e-6) or np.isclose(t, high, rtol=0, atol=1e-6)
         ]
         if at_bound and not self.center:
-            warnings.warn(
+            warn(
                 f"ConstrainedDeepRKM: the learned bandwidths of levels {at_bound} reached the limit of a factor "
                 f"{UNCENTRED_GAMMA_RANGE:g} from their start: without centring the objective keeps decreasing "
                 "as gamma -> 0; use center=True to learn bandwidths",
-                UserWarning,
-                stacklevel=4,
+                ConvergenceWarning,
             )
         return result, objective, K1, specs, (n_iter, n_evaluations)
 
@@ -500,7 +532,10 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.n_iter_, self.n_evaluations_ = int(counts[0]), int(counts[1])
         self.gamma_ = tuple(spec[1] for spec in specs)
         self._specs, self._etas = [tuple(spec) for spec in specs], etas
-        self.X_fit_ = X
+        # A copy: the caller changing X after fit must not change the model's encodings.
+        self.X_fit_ = check_matrix(X, "X", copy=True)
+        self.n_components_ = tuple(sizes)
+        self.embedding_ = H
         self.stiefel_result_ = result
 
     # ------------------------------------------------------------------ encoding
@@ -548,6 +583,10 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Hidden features [h_1* ... h_L*] of new points (eqs. 4-5, scaled as described by ``lam``).
+
+        Every input goes through the out-of-sample map, the training points included: with two or more levels
+        ``transform(X_train)`` differs from the training codes ``embedding_`` (see the class documentation);
+        for one level they coincide.
 
         Parameters
         ----------
@@ -697,15 +736,31 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
 
 def _not_converged_message(method, result, tol):
-    if result.status == "max_iter":
-        others = [name for name in ("pg", "cayley_bb", "pg_anderson") if name != method]
+    others = [name for name in ("bb_pg", "pg", "cayley_bb", "pg_anderson") if name != method]
+    if result.status in ("max_iter", "max_outer"):
         advice = "increase max_iter or try stiefel_method=" + " or ".join(repr(name) for name in others)
+    elif result.status == "non_finite":
+        advice = "the kernels give non-finite values near this point (e.g. a poly kernel with a fractional degree)"
     else:
-        advice = "the tolerance is below what this problem reaches in floating point; use a larger tol"
+        advice = (
+            "the tolerance is below what this method reaches in floating point on this problem; use a larger tol "
+            "or try stiefel_method=" + " or ".join(repr(name) for name in others)
+        )
     return (
         f"ConstrainedDeepRKM: the Stiefel method {method!r} stopped with status {result.status!r} "
         f"({result.message}); grad_norm {result.grad_norm:.3g}, tol {tol:g}: {advice}"
     )
+
+
+def _clamp_sizes(sizes, n_samples):
+    """Levels' sizes scaled down in proportion so that they sum to at most n_samples, each at least 1 (largest
+    remainders first), e.g. (10, 5) -> (6, 3) for 10 samples; n_samples >= len(sizes)."""
+    total = sum(sizes)
+    scaled = [max(1, (s * n_samples) // total) for s in sizes]
+    while sum(scaled) > n_samples:
+        largest = max(range(len(scaled)), key=lambda level: scaled[level])
+        scaled[largest] -= 1
+    return tuple(int(s) for s in scaled)
 
 
 def _per_level(value, name, n_levels):
