@@ -543,7 +543,9 @@ def run(indices, timeout, jobs, threads):
 
     def drive(chunk):
         child = _Child(threads)
-        for index in chunk:
+        for done, index in enumerate(chunk):
+            if done % 500 == 0:
+                print(f"[{time.strftime('%H:%M:%S')}] {done} of {len(chunk)} scenarios", file=sys.stderr, flush=True)
             if not child.alive():
                 child = _Child(threads)
             try:
