@@ -343,3 +343,62 @@ def test_pivoted_cholesky_invalid_arguments(options, name):
     arguments.update(options)
     with pytest.raises(ValueError, match=f"^{name}: "):
         pivoted_cholesky(np.ones((50, 2)), "rbf", 1.0, 3, 1.0, **arguments)
+
+
+# ---------------------------------------------------------------------- issue 23: weights, adaptive rank
+
+
+@pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
+def test_sample_weight_solves_the_weighted_system(preconditioner):
+    # A = (1/eta) K + lam diag(1 / v); the weighted Woodbury preconditioner must keep CG's answer exact.
+    X, Y = _data(n=200)
+    weights = np.random.default_rng(3).uniform(0.1, 5.0, 200)
+    result = _fit(X, Y, preconditioner=preconditioner, sample_weight=weights, tol=1e-9, eta=1.5)
+    M = _bordered(_kernel_as_solved(X, "matrix_free"), 1.5, 0.1, True)
+    M[:200, :200] += np.diag(0.1 / weights - 0.1)
+    expected = np.linalg.solve(M, np.vstack([Y, np.zeros((1, 3))]))
+    assert result.converged
+    np.testing.assert_allclose(_stack(result, True), expected, atol=1e-7 * np.abs(expected).max())
+
+
+def test_sample_weight_must_be_positive():
+    X, Y = _data(n=20)
+    with pytest.raises(ValueError, match="sample_weight"):
+        _fit(X, Y, rank=10, sample_weight=np.r_[0.0, np.ones(19)])
+
+
+def test_extended_pivoted_cholesky_equals_one_factorization():
+    from rkm.shallow._pcg import _PivotedCholesky
+
+    X, _ = _data(n=120)
+    spec = ("rbf", GAMMA, 3, 1.0)
+    grown = _PivotedCholesky(X, spec, 0.0, None)
+    grown.extend(10)
+    columns = grown.extend(40)
+    L, pivots = pivoted_cholesky(X, "rbf", GAMMA, 3, 1.0, 40)
+    np.testing.assert_array_equal(grown.pivots, pivots)
+    np.testing.assert_allclose(columns.T, L, atol=1e-12)
+
+
+@pytest.mark.parametrize("preconditioner", ["pivoted_cholesky", "nystrom"])
+def test_adaptive_rank_grows_at_small_lam_until_cg_converges(preconditioner):
+    # Issue 23: at lam = 1e-5 (gamma = 0.2, d = 5) the fixed default rank left CG at a relative residual of 0.35
+    # after 300 iterations (N = 3000). The adaptive rank grows when the residual's rate predicts a miss.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = np.sin(X.sum(axis=1))[:, None]
+    options = dict(eta=1.0, lam=1e-5, max_iter=300, preconditioner=preconditioner, random_state=0)
+    fixed = lssvm_pcg_fit(X, y, "rbf", 0.2, 3, 1.0, rank=default_rank(400), **options)
+    adaptive = lssvm_pcg_fit(X, y, "rbf", 0.2, 3, 1.0, **options)
+    assert not fixed.converged
+    assert adaptive.converged and adaptive.rank > default_rank(400)
+
+
+def test_give_up_if_slow_reports_too_slow():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = np.sin(X.sum(axis=1))[:, None]
+    result = lssvm_pcg_fit(
+        X, y, "rbf", 0.2, 3, 1.0, eta=1.0, lam=1e-7, max_iter=60, rank=20, give_up_if_slow=True, random_state=0
+    )
+    assert result.too_slow and not result.converged and result.n_iter < 60
