@@ -542,6 +542,7 @@ def _switching(fun_and_grad, H0, tol, max_iter, options, verbose):
     used = ", ".join(f"{name} {a + 1}-{b}" for name, a, b in stretches if b > a)
     message = f"{message} (iterations: {used or 'none'})"
     if verbose > 0:
+        _print_history("bb_pg", history, verbose)
         print(f"bb_pg: {status}: {message}", flush=True)
     return {
         **{key: last[key] for key in ("x", "fun", "grad_norm", "feasibility", "step_measure")},
