@@ -327,7 +327,9 @@ def minimize(fun_and_grad, H0, method="pg", tol=1e-6, max_iter=1000, *, options=
     fun_and_grad : callable or objective
         ``fun_and_grad(H) -> (f, G)``: the objective (float) and its Euclidean gradient, shape (N, p); or an
         object with ``evaluate(H) -> (f, G, ...)``. A compiled objective (``rkm._core.ConstrainedDeepObjective``)
-        runs wholly in the compiled engine. H is passed read-only in spirit: do not modify it.
+        computes f and G in compiled code without the GIL; the engine reaches every objective through a thin
+        Python layer that counts non-finite values (for the "non_finite" status). H is passed read-only in
+        spirit: do not modify it.
     H0 : array-like of shape (N, p)
         Start, 1 <= p <= N. Projected onto St(p, N) when ||H0^T H0 - I||_F > 1e-8 (see ``x0_feasibility``).
     method : {"pg", "pg_anderson", "cayley_bb", "cayley_adam", "penalty"}, default="pg"
