@@ -86,6 +86,19 @@ def robust_weights(r, weights="hampel"):
     raise ValueError(f"robust: must be one of {ROBUST_WEIGHTS} or None, got {weights!r}")
 
 
+def _weighted_median(values, weights):
+    """Column medians of values (n x p) with sample weights: np.median of the rows repeated by integer weights."""
+    out = np.empty(values.shape[1])
+    for column in range(values.shape[1]):
+        order = np.argsort(values[:, column], kind="stable")
+        sorted_values, cumulative = values[order, column], np.cumsum(weights[order])
+        half = cumulative[-1] / 2
+        i = min(int(np.searchsorted(cumulative, half)), len(cumulative) - 1)
+        exact = cumulative[i] == half and i + 1 < len(cumulative)
+        out[column] = (sorted_values[i] + sorted_values[i + 1]) / 2 if exact else sorted_values[i]
+    return out
+
+
 def _kernel_parameter_constraints():
     constraints = kernel_constraints(precomputed=True)
     constraints["kernel"] = [*constraints["kernel"], callable]
@@ -390,6 +403,7 @@ class _LSSVM(BaseEstimator):
             return H, b
         self.n_iter_ = result.n_iter
         self.cg_residuals_ = np.asarray(result.residuals)
+        self.preconditioner_rank_ = result.rank
         if not result.converged:
             warn(
                 f"solver='cg' stopped after {result.n_iter} iterations at relative residual "
@@ -428,8 +442,9 @@ class _LSSVM(BaseEstimator):
         previous = self._coefficients()
         for iteration in range(1, ROBUST_MAX_ITER + 1):
             E = self._training_residuals(X, Y, weights)[counted]
-            centre = np.median(E, axis=0)
-            scale = _MAD_TO_SIGMA * np.median(np.abs(E - centre), axis=0)
+            # Medians weighted by sample_weight: weight 2 counts as the sample twice.
+            centre = _weighted_median(E, base[counted])
+            scale = _MAD_TO_SIGMA * _weighted_median(np.abs(E - centre), base[counted])
             usable = scale > np.finfo(np.float64).eps * np.abs(E).max(initial=0.0)
             if not np.any(usable):  # half the residuals vanish: nothing to downweight
                 break
@@ -621,7 +636,8 @@ default="rbf"
         Whether the model has the bias b (the bordered system); False solves ((1/eta) K + lam I) H = Y.
     robust : {"hampel", "huber", "logistic"} or None, default=None
         The robust LS-SVM of LS-SVMlab's ``robustlssvm`` (Suykens et al. 2002, iterated): after the fit,
-        the residuals e_k (lam h_k / v_k) and their robust scale s = 1.483 MAD(e) give weights v(e_k / s),
+        the residuals e_k (lam h_k / v_k) and their robust scale s = 1.483 MAD(e) (medians weighted by
+        sample_weight, so that weight 2 counts as two samples) give weights v(e_k / s),
         "hampel" Suykens et al.'s (1 up to 2.5, linear to 0 at 3, 1e-4 beyond), "huber" (1.345 / |r| beyond
         1.345), "logistic" (tanh(r) / r); the model is refitted with them (times ``sample_weight``) until
         the coefficients change by at most 1e-4 relatively (at most 500 fits; ConvergenceWarning
@@ -705,6 +721,8 @@ default="rbf"
         Mean of the squared leave-one-out residuals (when loo=True).
     cg_residuals_ : ndarray of shape (n_outputs,)
         Relative residuals of solver="cg" (module :mod:`rkm.shallow._pcg`).
+    preconditioner_rank_ : int
+        Columns of the preconditioner's factor at the end of solver="cg" (the adaptive rank's last).
     robust_weights_ : ndarray of shape (n_samples,)
         The robust weights v(e_k / s) of the last fit (robust only; ``sample_weight`` not included).
     n_robust_iter_ : int
