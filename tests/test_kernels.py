@@ -375,3 +375,14 @@ def test_kernel_gradient_refuses_callable_and_sparse(rng):
         kernel_gradient(X, X, W, kernel=lambda A, B: A @ B.T)
     with pytest.raises(ValueError, match="X: sparse input"):
         kernel_gradient(sp.csr_matrix(X), X, W)
+
+
+@pytest.mark.parametrize("name", ["laplacian", "rbf", "tanimoto"])
+def test_sparse_input_with_64_bit_indices(rng, name):
+    import scipy.sparse as sp
+
+    X = _sparse_data(rng, 30)
+    for fmt in ("csr", "csc"):
+        Xs = sp.csr_matrix(X).asformat(fmt)
+        Xs.indices, Xs.indptr = Xs.indices.astype(np.int64), Xs.indptr.astype(np.int64)
+        np.testing.assert_allclose(kernel_matrix(Xs, Xs, name), kernel_matrix(X, X, name), rtol=1e-12, atol=1e-13)

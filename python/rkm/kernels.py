@@ -117,13 +117,25 @@ def _as_float64(A):
     return A.astype(np.float64) if A.dtype != np.float64 else A
 
 
+def _int32_indexed(A):
+    """A sparse A as CSR with 32-bit indices (scikit-learn's sparse L1 distances take no others)."""
+    if not sp.issparse(A):
+        return A
+    A = A.tocsr()
+    if A.indices.dtype != np.int32 or A.indptr.dtype != np.int32:
+        if A.nnz >= 2**31 or A.shape[1] >= 2**31:
+            raise ValueError("X: the laplacian kernel of sparse input needs fewer than 2**31 stored entries")
+        A = sp.csr_matrix((A.data, A.indices.astype(np.int32), A.indptr.astype(np.int32)), shape=A.shape)
+    return A
+
+
 def _sparse_matrix(name, gamma, degree, coef0, X, Y, dtype):
     """A named kernel of sparse (or mixed sparse and dense) inputs, computed in float64 from X Y^T."""
     symmetric = Y is None
     X = _as_float64(X)
     Y = X if symmetric else _as_float64(Y)
     if name == "laplacian":
-        K = np.exp(-gamma * manhattan_distances(X, Y))
+        K = np.exp(-gamma * manhattan_distances(_int32_indexed(X), _int32_indexed(Y)))
     else:
         G = X @ Y.T
         G = G.toarray() if sp.issparse(G) else np.asarray(G)
