@@ -645,3 +645,18 @@ def test_cg_convergence_warning_is_rkms_and_points_at_the_caller(rng):
     with pytest.warns(RkmConvergenceWarning) as record:
         LSSVMRegressor(solver="cg", max_iter=1, preconditioner=None, lam=1e-3).fit(X, Y.ravel())
     assert record[0].filename == __file__
+
+
+def test_auto_falls_back_to_cholesky_when_cg_is_too_slow(rng, monkeypatch):
+    from rkm.shallow import lssvm
+
+    monkeypatch.setattr(lssvm, "AUTO_CHOLESKY_MAX_SAMPLES", 50)
+    X = rng.normal(size=(300, 5))
+    y = np.sin(X.sum(axis=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = LSSVMRegressor(gamma=0.2, lam=1e-7, preconditioner_rank=10, max_iter=60).fit(X, y)
+    assert model.solver_ == "cholesky"
+    exact = LSSVMRegressor(gamma=0.2, lam=1e-7, solver="cholesky").fit(X, y)
+    np.testing.assert_allclose(model.predict(X), exact.predict(X), atol=1e-10)
+    assert LSSVMRegressor(gamma=0.5, lam=1.0).fit(X, y).solver_ == "cg"  # well conditioned: CG converges
