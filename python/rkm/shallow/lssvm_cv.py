@@ -98,7 +98,7 @@ class _LSSVMCV(BaseEstimator):
     """The (gamma, lam) search shared by LSSVMRegressorCV and LSSVMClassifierCV."""
 
     _parameter_constraints: dict = {
-        **_kernel_parameter_constraints(),
+        **{key: value for key, value in _kernel_parameter_constraints().items() if key != "gamma"},
         "lams": [None, "array-like"],
         "gammas": [None, "array-like"],
         "eta": POSITIVE,
