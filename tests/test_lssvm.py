@@ -520,10 +520,12 @@ def test_predict_proba_needs_probability_true(rng):
         model.predict_proba(np.zeros((1, 2)))
 
 
-def test_predict_proba_with_too_few_samples_per_class_is_a_clear_error(rng):
-    y = np.r_[np.zeros(10), np.ones(3)]
-    with pytest.raises(ValueError, match="y: class probabilities need 5 samples"):
-        LSSVMClassifier(probability=True).fit(rng.standard_normal((13, 2)), y)
+def test_predict_proba_with_small_classes(rng):
+    X = rng.standard_normal((13, 2))
+    model = LSSVMClassifier(probability=True).fit(X, np.r_[np.zeros(10), np.ones(3)])
+    assert model.calibration_.n_splits_ == 3
+    with pytest.raises(ValueError, match="y: probability=True needs at least 2 samples of every class"):
+        LSSVMClassifier(probability=True).fit(X, np.r_[np.zeros(12), np.ones(1)])
 
 
 # ------------------------------------------------------------------------------------- LOO path (LSSVM*CV)

@@ -870,7 +870,9 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         code); two classes always use one output (+1 for ``classes_[1]``).
     probability : bool, default=False
         Fit Platt scaling during ``fit`` (five more fits: a 5-fold stratified internal cross-validation, as
-        ``SVC(probability=True)``) and enable :meth:`predict_proba` / :meth:`predict_log_proba`.
+        ``SVC(probability=True)``; fewer folds when a class has fewer than 5 samples, at least 2 needed) and
+        enable :meth:`predict_proba` / :meth:`predict_log_proba`. As with SVC, the class of largest
+        probability can differ from :meth:`predict` near the decision boundary.
     All other parameters are those of :class:`LSSVMRegressor` (except ``robust``, which LS-SVMlab also offers
     for regression only).
 
@@ -995,8 +997,15 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             self.loo_error_ = float(np.mean(np.argmax(loo_scores, axis=1) != labels))
         if self.probability:
             # Platt scaling on decision values of held-out folds, as SVC(probability=True) does.
+            smallest = int(np.bincount(labels).min())
+            if smallest < 2:
+                raise ValueError(
+                    "y: probability=True needs at least 2 samples of every class for its internal "
+                    f"cross-validation; class {self.classes_[np.argmin(np.bincount(labels))]!r} has 1"
+                )
             folds = clone(self).set_params(probability=False, loo=False, verbose=0)
-            self.calibration_ = fit_platt(folds, X, y, sample_weight=sample_weight, cv=PROBABILITY_FOLDS)
+            cv = min(PROBABILITY_FOLDS, smallest)
+            self.calibration_ = fit_platt(folds, X, y, sample_weight=sample_weight, cv=cv)
         return self
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:
