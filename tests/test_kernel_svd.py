@@ -392,3 +392,11 @@ def test_training_sources_are_copied(rng):
     X[:] = 0.0
     Z[:] = 0.0
     np.testing.assert_array_equal(model.transform(X_new), before)
+
+
+def test_a_second_source_passed_positionally_is_not_dropped_silently(rng):
+    X, Z = _sources(rng)  # 40 and 30 samples
+    with pytest.raises(ValueError, match=r"y: has 30 samples but X has 40; .* fit\(X, Z=Z\)"):
+        KernelSVD(3).fit(X, Z)
+    with pytest.raises(ValueError, match="y: has 30 samples"):
+        KernelSVD(3).fit_transform(X, Z)

@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import svd_flip
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from rkm._utils import eigen
 from rkm._utils.progress import Progress
@@ -322,6 +322,19 @@ callable, default="rbf"
             return X @ self.compatibility_
 
     @staticmethod
+    def _check_y(y, n_samples):
+        """y is ignored, but one of another length than X cannot be a target: it is a second source passed
+        positionally (the signature before fit(X, Z=Z)), which would otherwise be dropped silently."""
+        if y is None:
+            return
+        n_y = _num_samples(y)
+        if n_y != n_samples:
+            raise ValueError(
+                f"y: has {n_y} samples but X has {n_samples}; KernelSVD ignores y (scikit-learn's target) and takes "
+                "the second source by keyword: fit(X, Z=Z)"
+            )
+
+    @staticmethod
     def _check_z(Z, copy=False):
         """The second source: 2-D, finite, float32/float64, dense or CSR/CSC."""
         return check_array(
@@ -418,7 +431,9 @@ callable, default="rbf"
         X : {array-like, sparse matrix} of shape (N, d_x)
             The first source x_1..x_N; for kernel="precomputed" the cross-Gram G (N x M) (dense).
         y : ignored
-            scikit-learn's target, so that the model fits in a Pipeline. The second source is ``Z``.
+            scikit-learn's target, so that the model fits in a Pipeline. The second source is ``Z``; a y
+            whose length differs from X's raises ValueError (a second source passed positionally, as before
+            ``Z`` became keyword-only).
         Z : {array-like, sparse matrix} of shape (M, d_z), default=None
             Keyword-only: the second source z_1..z_M. None: Z = X, one source: the symmetric case, where the
             model is the uncentred kernel PCA of X (section 2.2.2). Must be None for kernel="precomputed".
@@ -429,6 +444,7 @@ callable, default="rbf"
         """
         progress = Progress(type(self).__name__, self.verbose)
         X, Z, spec = self._validate_sources(X, Z)
+        self._check_y(y, X.shape[0])
         name = spec[0]
         self.gamma_ = spec[1]
         n_x, n_z = X.shape if name == "precomputed" else (X.shape[0], Z.shape[0])
@@ -546,7 +562,7 @@ callable, default="rbf"
         Equal to ``fit(X, Z=Z).transform(X)`` up to rounding; components with lambda = 0 give 0 there. y is
         ignored (scikit-learn's target, as in ``fit``).
         """
-        self.fit(X, Z=Z)
+        self.fit(X, y, Z=Z)
         return self._to_output(self.H_e_ * self.eigenvalues_)
 
     def __sklearn_tags__(self):
