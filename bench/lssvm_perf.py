@@ -26,6 +26,11 @@ sizes in about a minute; --dual-sizes, --primal-n, --cg-n and --loo-n set sizes)
   afterwards. About 75 iterations at lambda = 1e-2 (as at N = 5000 and 10 000); each
   matrix-free product recomputes the kernel (about 6 s at N = 50 000), each stored product
   reads 9.3 GiB: about 10-15 minutes in all (estimated; not yet run at full size).
+- ``cg_lam``: issue 23's repro of conjugate gradients at small lambda: N = 3000, d = 5 standard
+  normal inputs, y = sin(sum x) + 0.1 noise, RBF gamma = 0.2, lambda = 1e-5, max_iter = 300, tol 1e-6:
+  the former default (Nyström of fixed rank N / 20 = 150), the adaptive ranks of both preconditioners
+  (the default pivoted Cholesky and Nyström) and the Cholesky solve they approximate; iterations,
+  final rank, residual, the predictions' distance to the Cholesky fit. About 5 minutes.
 - ``loo``: N = 5000: fit with ``loo=True`` against a plain fit (target <= 2x), and the
   leave-one-out residuals against explicit refits without each of 20 points (target 1e-8).
   About 30 seconds.
@@ -53,11 +58,12 @@ from _common import (
 
 from rkm.cli.report import markdown_table, run_in_child
 
-PARTS = ("dual", "primal", "cg", "loo")
+PARTS = ("dual", "primal", "cg", "cg_lam", "loo")
 HEADINGS = {
     "dual": "## LS-SVM dual fit vs KernelRidge and the NumPy reference",
     "primal": "## LS-SVM Nyström primal at large N",
     "cg": "## LS-SVM conjugate gradients at large N",
+    "cg_lam": "## LS-SVM conjugate gradients at small lambda",
     "loo": "## LS-SVM leave-one-out residuals",
 }
 D = 16
@@ -71,6 +77,7 @@ FULL = {
     "exact_n": 10000,
     "landmarks": 2000,
     "cg_n": 50_000,
+    "cg_lam_n": 3000,
     "loo_n": 5000,
 }
 QUICK = {
@@ -79,6 +86,7 @@ QUICK = {
     "exact_n": 2000,
     "landmarks": 500,
     "cg_n": 5000,
+    "cg_lam_n": 1000,
     "loo_n": 1000,
 }
 N_TEST = 10000
@@ -97,6 +105,15 @@ def make_data(n, dtype=np.float64, random_state=0):
 
 
 GAMMA = 1.0 / (2 * D)
+# Issue 23's repro of conjugate gradients at small lambda.
+SMALL_LAM_D, SMALL_LAM_GAMMA, SMALL_LAM, SMALL_LAM_MAX_ITER = 5, 0.2, 1e-5, 300
+
+
+def make_small_lam_data(n, dtype=np.float64, random_state=0):
+    """The cg_lam part's data: d = 5 standard normal inputs, y = sin(sum x) + 0.1 noise."""
+    rng = np.random.default_rng(random_state)
+    X = rng.normal(size=(n, SMALL_LAM_D))
+    return X.astype(dtype), np.sin(X.sum(axis=1)) + NOISE * rng.normal(size=n)
 
 
 def _child(case, kwargs, queue):
@@ -107,7 +124,8 @@ def _child(case, kwargs, queue):
         import rkm.reference  # noqa: F401
 
         with pinned_threads(kwargs["n_threads"]):
-            X, y = make_data(kwargs["n"], kwargs.get("dtype", np.float64))
+            data = make_small_lam_data if case == "cg_lam" else make_data
+            X, y = data(kwargs["n"], kwargs.get("dtype", np.float64))
             reset_peak()
             result = CASES[case](X, y, **kwargs)
             result.setdefault("peak_bytes", added_peak())
@@ -257,6 +275,40 @@ def case_cg(X, y, n_threads, storage, tol, **_):
     return result
 
 
+def case_cg_lam(X, y, n_threads, preconditioner, rank, **_):
+    """A fit at small lambda: time, iterations, final preconditioner rank, residual, distance to Cholesky."""
+    import warnings
+
+    import rkm
+
+    params = dict(kernel="rbf", gamma=SMALL_LAM_GAMMA, lam=SMALL_LAM, n_threads=n_threads)
+    if preconditioner == "cholesky":
+        model = rkm.LSSVMRegressor(solver="cholesky", **params)
+    else:
+        model = rkm.LSSVMRegressor(
+            solver="cg",
+            preconditioner=preconditioner,
+            preconditioner_rank=rank,
+            max_iter=SMALL_LAM_MAX_ITER,
+            random_state=0,
+            **params,
+        )
+    began = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    seconds = time.perf_counter() - began
+    exact = rkm.LSSVMRegressor(solver="cholesky", **params).fit(X, y)
+    cg = model.solver_ == "cg"
+    return {
+        "seconds": seconds,
+        "iterations": int(model.n_iter_) if cg else 0,
+        "rank": int(model.preconditioner_rank_) if cg else 0,
+        "residual": float(np.max(model.cg_residuals_)) if cg else 0.0,
+        "distance": float(np.abs(model.predict(X) - exact.predict(X)).max() / np.abs(y).max()),
+    }
+
+
 def case_loo(X, y, n_threads, **_):
     """Fit with loo=True against plain fits (the default float64 and mixed precision); the LOO
     residuals against explicit float64 refits without each of N_LOO_CHECKS points."""
@@ -283,6 +335,7 @@ def case_loo(X, y, n_threads, **_):
 
 
 CASES = {
+    "cg_lam": case_cg_lam,
     "dual": case_dual,
     "primal": case_primal,
     "exact": case_exact,
@@ -454,6 +507,43 @@ def part_cg(args, sizes, log):
     )
 
 
+def part_cg_lam(args, sizes, log):
+    from rkm.shallow._pcg import default_rank
+
+    n, rows = sizes["cg_lam_n"], []
+    settings = [
+        ("nystrom", default_rank(n), "former default: Nyström, fixed rank"),
+        ("pivoted_cholesky", None, "default: pivoted Cholesky, adaptive rank"),
+        ("nystrom", None, "Nyström, adaptive rank"),
+        ("cholesky", None, "solver='cholesky'"),
+    ]
+    for preconditioner, rank, label in settings:
+        r = run_case("cg_lam", n=n, n_threads=args.n_threads, preconditioner=preconditioner, rank=rank)
+        log(f"cg_lam N={n} {label}: {r}")
+        cg = preconditioner != "cholesky"
+        rows.append(
+            [
+                label,
+                f"{r['seconds']:.1f}",
+                str(r["iterations"]) if cg else "-",
+                str(r["rank"]) if cg else "-",
+                f"{r['residual']:.1e}" if cg else "-",
+                f"{r['distance']:.1e}",
+            ]
+        )
+    return (
+        f'`rkm.LSSVMRegressor(solver="cg", gamma={SMALL_LAM_GAMMA:g}, lam={SMALL_LAM:g}, '
+        f"max_iter={SMALL_LAM_MAX_ITER})` on N = {n} (d = {SMALL_LAM_D} standard normal inputs, y = sin(sum x) "
+        "+ 0.1 noise; issue 23's repro), tol 1e-6, matrix-free products. The adaptive rank grows 4-fold "
+        "whenever the residual's rate over the last 20 iterations predicts a miss of max_iter, and CG "
+        "continues from its iterate. Residual: the solver's relative residual of eq. 3.16; distance: max "
+        "|prediction - Cholesky fit's prediction| / max |y| on the training points.\n\n"
+        + markdown_table(
+            ["preconditioner", "fit s", "iterations", "final rank", "residual", "distance to Cholesky"], rows
+        )
+    )
+
+
 def part_loo(args, sizes, log):
     n = sizes["loo_n"]
     r = run_case("loo", n=n, n_threads=args.n_threads)
@@ -507,6 +597,7 @@ def main():
     )
     parser.add_argument("--primal-n", type=int, help="N of the primal part (default 200000)")
     parser.add_argument("--cg-n", type=int, help="N of the cg part (default 50000)")
+    parser.add_argument("--cg-lam-n", type=int, help="N of the cg_lam part (default 3000)")
     parser.add_argument("--loo-n", type=int, help="N of the loo part (default 5000)")
     parser.add_argument(
         "--cg-storage",
@@ -523,11 +614,12 @@ def main():
         "dual_sizes": args.dual_sizes,
         "primal_n": args.primal_n,
         "cg_n": args.cg_n,
+        "cg_lam_n": args.cg_lam_n,
         "loo_n": args.loo_n,
     }
     sizes.update({key: value for key, value in overrides.items() if value})
 
-    parts = {"dual": part_dual, "primal": part_primal, "cg": part_cg, "loo": part_loo}
+    parts = {"dual": part_dual, "primal": part_primal, "cg": part_cg, "cg_lam": part_cg_lam, "loo": part_loo}
     for name in args.only:
         section = parts[name](args, sizes, log)
         write_script_section(args.output, HEADINGS[name], "bench/lssvm_perf.py", args.n_threads, section)
