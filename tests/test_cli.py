@@ -16,7 +16,8 @@ import pytest
 
 import rkm
 from rkm import reference
-from rkm.cli import bench, build_parser, commands, demo, main
+from rkm._utils.threads import available_cores
+from rkm.cli import _args, bench, build_parser, commands, demo, main
 from rkm.cli.report import write_report
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -234,11 +235,110 @@ def test_demo_plots(quick_demo):
         assert path.read_bytes().startswith(b"\x89PNG")
 
 
-def test_demo_rejects_zero_threads(capsys):
+def _one_line_usage_error(capsys, call, *names):
+    """Run `call`, which must end with argparse's status 2 and one line on stderr naming each of `names`."""
     with pytest.raises(SystemExit) as exit_info:
-        main(["demo", "--n-threads", "0"])
+        call()
     assert exit_info.value.code == 2
-    assert "n_threads" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rkm") and "Traceback" not in err, err
+    for name in names:
+        assert name in err, err
+    return err
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the command ran although an argument was bad")
+
+
+def test_demo_rejects_zero_threads(capsys):
+    err = _one_line_usage_error(capsys, lambda: main(["demo", "--n-threads", "0"]), "--n-threads", "n_threads")
+    assert "got '0'" in err
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("{file}", "exists and is not a folder"),
+        ("{file}/plots", "is not a folder"),
+        pytest.param(
+            "/proc/rkm-demo",
+            "cannot create the folder /proc/rkm-demo",
+            marks=pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc"),
+        ),
+    ],
+)
+def test_demo_rejects_an_unusable_output_folder_before_running(monkeypatch, capsys, tmp_path, output, message):
+    file = tmp_path / "a-file"
+    file.write_text("")
+    monkeypatch.setattr(commands, "run_demo", _must_not_run)
+    output = output.format(file=file)
+    _one_line_usage_error(capsys, lambda: main(["demo", "--output", output]), "--output", message)
+
+
+def test_demo_output_folder_is_checked_without_creating_it(tmp_path):
+    folder = tmp_path / "new" / "plots"
+    args = build_parser().parse_args(["demo", "--output", str(folder)])
+    assert args.output == folder and not (tmp_path / "new").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_failing_to_write_ends_with_one_line(monkeypatch, capsys, tmp_path):
+    def run_demo(settings):
+        raise PermissionError(13, "Permission denied", str(settings.output / "plot.png"))
+
+    monkeypatch.setattr(commands, "run_demo", run_demo)
+    assert main(["demo", "--output", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rkm demo: error:") and "Permission denied" in err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "names"),
+    [
+        (["--n-threads", "0"], ["--n-threads", "got '0'"]),
+        (["--n-threads", "two"], ["--n-threads", "got 'two'"]),
+        (["--n-threads", "1.5"], ["--n-threads"]),
+        (["--output", "{tmp}"], ["--output", "is a folder"]),
+        (["--output", "{tmp}/missing/RESULTS.md"], ["--output", "does not exist"]),
+        (["--quick", "--output", "{tmp}/missing/RESULTS.md"], ["--output"]),
+    ],
+)
+def test_bench_rejects_bad_arguments_before_running(monkeypatch, capsys, tmp_path, arguments, names):
+    monkeypatch.setattr(bench, "_run", _must_not_run)
+    monkeypatch.setattr(bench, "dgemm_peak", _must_not_run)
+    arguments = [argument.format(tmp=tmp_path) for argument in arguments]
+    _one_line_usage_error(capsys, lambda: main(["bench", *arguments]), *names)
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize(("given", "expected"), [("1", 1), ("-1", "all"), ("-3", "all but 2"), ("100000", "all")])
+def test_bench_threads_are_resolved_to_the_count_that_runs(monkeypatch, tmp_path, given, expected):
+    received = {}
+    monkeypatch.setattr(bench, "_run", lambda args, *rest: received.update(vars(args)) or 0)
+    assert main(["bench", "--n-threads", given, "--output", str(tmp_path / "RESULTS.md")]) == 0
+    cores = available_cores()
+    count = {"all": cores, "all but 2": max(1, cores - 2)}.get(expected, expected)
+    assert received["n_threads"] == count >= 1
+    # The report file is checked, not written: nothing is left behind by the check.
+    assert not (tmp_path / "RESULTS.md").exists()
+
+
+def test_bench_output_check_keeps_an_existing_report(tmp_path):
+    report = tmp_path / "RESULTS.md"
+    report.write_text("# Benchmark results\n")
+    assert _args.output_file(str(report)) == str(report)
+    assert report.read_text() == "# Benchmark results\n"
+
+
+def test_bench_failing_to_write_ends_with_one_line(monkeypatch, capsys, tmp_path):
+    def run(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bench, "_run", run)
+    assert main(["bench", "--output", str(tmp_path / "RESULTS.md")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rkm bench: error:") and "No space left" in err
 
 
 @pytest.mark.parametrize("arguments", [[], ["--quick", "-n", "3"], ["--help"], ["kpca", "--sizes", "500"]])

@@ -26,6 +26,7 @@ from threadpoolctl import threadpool_limits
 from rkm import _core, reference
 from rkm._utils.config import config
 from rkm._utils.eigen import krylov_block_size
+from rkm.cli._args import ArgumentParser, fail, output_file, positive_int, thread_total
 from rkm.cli.report import memory_status, write_report, write_section
 from rkm.kernels import kernel_matrix
 from rkm.shallow.kpca import KernelPCA
@@ -624,15 +625,8 @@ def _run_load_comparison(args, command, log):
     return 0
 
 
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _load_size(text):
-    value = int(text)
+    value = positive_int(text)
     if value < 2 * LOAD_COMPONENTS:
         raise argparse.ArgumentTypeError(f"must be at least {2 * LOAD_COMPONENTS}, got {text}")
     return value
@@ -640,15 +634,26 @@ def _load_size(text):
 
 def main(argv=None, command="rkm bench"):
     """Run the suite and write the markdown report; `command` is how it was started, for the report."""
-    parser = argparse.ArgumentParser(prog="rkm bench", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="rkm bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
-    parser.add_argument("--n-threads", type=int, default=2, help="threads for every library (default 2)")
-    parser.add_argument("--output", default="RESULTS.md", help="markdown report to write")
+    parser.add_argument(
+        "--n-threads",
+        type=thread_total,
+        default="2",
+        metavar="N",
+        help="threads for every library (default 2; -1: all cores, -k: all but k - 1; at most the cores)",
+    )
+    parser.add_argument(
+        "--output",
+        type=output_file,
+        default="RESULTS.md",
+        help="markdown report to write, checked before the suite runs (default: %(default)s)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--only", nargs="*", choices=["kernels", "center", "kpca", "eigen"], help="run only these parts")
     mode.add_argument(
         "--background-load",
-        type=_positive_int,
+        type=positive_int,
         metavar="P",
         help="instead of the suite, time the KernelPCA fit (default threads, 1 thread, scikit-learn) "
         "without added load and again beside P busy background processes; writes (or "
@@ -671,6 +676,14 @@ def main(argv=None, command="rkm bench"):
     def log(message):
         print(message, flush=True)
 
+    try:
+        return _run(args, sizes, parts, command, log)
+    except OSError as error:
+        # The report file was checked when parsed; writing can still fail later (disk full, removed meanwhile).
+        return fail("rkm bench", error)
+
+
+def _run(args, sizes, parts, command, log):
     if args.background_load is not None:
         return _run_load_comparison(args, command, log)
     os.environ["OMP_NUM_THREADS"] = str(args.n_threads)  # for the memory probes' child processes

@@ -7,7 +7,7 @@ import sys
 
 from rkm import __version__
 from rkm._utils.config import show_config
-from rkm._utils.threads import check_n_threads
+from rkm.cli._args import ArgumentParser, fail, n_threads, output_folder, positive_int
 from rkm.cli.demo import REFERENCE_MAX_SAMPLES, run_demo
 
 
@@ -17,7 +17,11 @@ def _run_info(args):
 
 
 def _run_demo(args):
-    return 0 if run_demo(args)["ok"] else 1
+    try:
+        return 0 if run_demo(args)["ok"] else 1
+    except OSError as error:
+        # The folder was checked when parsed; it can still fail later (disk full, removed meanwhile).
+        return fail("rkm demo", error)
 
 
 def _run_bench(args):
@@ -27,23 +31,9 @@ def _run_bench(args):
     return 0 if status is None else status
 
 
-def _threads(text):
-    try:
-        return check_n_threads(int(text))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def build_parser():
     """The argument parser of the ``rkm`` command."""
-    parser = argparse.ArgumentParser(prog="rkm", description="Restricted kernel machines with a fast C++ core.")
+    parser = ArgumentParser(prog="rkm", description="Restricted kernel machines with a fast C++ core.")
     parser.add_argument("--version", action="version", version=f"rkm {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -57,14 +47,15 @@ def build_parser():
     demo = commands.add_parser("demo", help=demo_help, description=demo_help)
     demo.add_argument(
         "--output",
+        type=output_folder,
         default="rkm-demo-output",
         metavar="DIR",
-        help="folder for the plots, created if needed (default: %(default)s)",
+        help="folder for the plots, created if needed; checked before the demo starts (default: %(default)s)",
     )
     demo.add_argument("--quick", action="store_true", help="smaller data sets (MNIST 2000, square 1000 points)")
     demo.add_argument(
         "--n-threads",
-        type=_threads,
+        type=n_threads,
         default=None,
         metavar="N",
         help="threads for rkm and BLAS (default: OpenMP's default; -1: all cores)",
@@ -72,7 +63,7 @@ def build_parser():
     demo.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noisy square and the solvers")
     demo.add_argument(
         "--repeats",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="R",
         help="time the best of R runs of each fit (default: %(default)s)",

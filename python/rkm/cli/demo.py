@@ -9,7 +9,6 @@ import numpy as np
 from scipy.spatial import cKDTree
 from sklearn.base import clone
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
-from sklearn.exceptions import ConvergenceWarning
 
 from rkm import (
     ConstrainedDeepRKM,
@@ -34,6 +33,7 @@ from rkm.datasets import (
     make_sum_of_sines,
     sprites_factor_indices,
 )
+from rkm.exceptions import ConvergenceWarning
 from rkm.features import Nystroem, RandomFourierFeatures
 from rkm.kernels import RBF, kernel_matrix
 
