@@ -4,9 +4,14 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.datasets import make_blobs
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
 
 from rkm import KernelAutoencoder, KernelPCA, reference
+from rkm.autoencoders.kae import _STATIONARY
+from rkm.datasets import make_concentric_circles, make_moons
+from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import kernel_matrix, names_with
 
 
@@ -289,11 +294,17 @@ def test_diverging_optimizer_warns_and_keeps_the_best_iterate():
         last_layer="gradient",
         max_iter=50,
         random_state=0,
+        preconditioner=None,
     )
     with pytest.warns(ConvergenceWarning, match="diverged"):
         model.fit(X)
+    assert model.status_ == "diverged" and not model.converged_
     assert np.all(np.isfinite(model.transform(X)))
     assert np.isfinite(model.objective_) and model.objective_ <= model.objective_history_[0]
+    # Preconditioned, the first step stays finite; the fit still cannot descend there, and says so.
+    with pytest.warns(ConvergenceWarning):
+        model.set_params(preconditioner="rkhs").fit(X)
+    assert not model.converged_ and np.all(np.isfinite(model.transform(X)))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -423,8 +434,8 @@ def test_k2ae_refuses_what_it_cannot_do():
         model.fit(K)
     with pytest.raises(ValueError, match="^Z: a K²AE decodes into the input's RKHS"):
         model.inverse_transform(np.zeros((2, 1)))
-    with pytest.raises(ValueError, match="^diag:"):
-        model.reconstruction_error(K)
+    with pytest.raises(ValueError, match="^diag: must be a finite 1-D array of 20 values"):
+        model.reconstruction_error(K, diag=np.ones(3))
     with pytest.raises(ValueError, match="^X has 19 features"):
         model.transform(K[:, :19])
 
@@ -472,6 +483,197 @@ def test_progress_lines_per_stage_and_per_iteration(capsys):
         KernelAutoencoder(max_iter=3, random_state=0, verbose=2).fit(X)
         lines = capsys.readouterr().out.splitlines()
     assert len(stages) == 2 and all(line.startswith("KernelAutoencoder [") for line in stages)
-    assert "stopped after 3 iterations" in stages[-1]
+    assert "max_iter after 3 iterations" in stages[-1]
     assert all(line.startswith("KernelAutoencoder [") for line in lines)
     assert sum("L-BFGS iteration" in line for line in lines) == 3 and len(lines) == 5
+
+
+# --------------------------------------------------------------------------------------------------------------
+# convergence of the defaults (section 5.1's sets), plateaus, the iteration cap
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _toy(name, n_samples, seed):
+    """Section 5.1's 2-D sets as bench/_kae_data.py draws them (unstandardized)."""
+    if name == "circles":
+        return make_concentric_circles(n_samples, noise=0.05, random_state=seed).data
+    if name == "moons":
+        return make_moons(n_samples, noise=0.1, random_state=seed).data
+    centers = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, np.sqrt(3.0)]])
+    return make_blobs(n_samples, centers=centers, cluster_std=0.3, random_state=seed)[0]
+
+
+@pytest.mark.parametrize("name", ["circles", "clusters", "moons"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_default_fit_converges_on_the_toy_sets(name, seed):
+    X = _toy(name, 150, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = KernelAutoencoder(random_state=seed).fit(X)
+    assert model.status_ == "converged" and model.converged_
+    assert model.n_iter_ < model.max_iter and model.gradient_ratio_ <= _STATIONARY
+    assert model.objective_ < 0.5 * model.objective_history_[0]
+
+
+def test_default_stop_is_close_to_the_minimum():
+    # Run on far past the default stop: the objective gains little more (relative to the data's variance).
+    X = _toy("circles", 150, 0)
+    default = KernelAutoencoder(random_state=0).fit(X)
+    longer = KernelAutoencoder(random_state=0, tol=0.0, max_iter=default.n_iter_ + 300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        longer.fit(X)
+    scale = X.var(axis=0).sum()
+    assert 0.0 <= default.objective_ - longer.objective_ < 1e-3 * scale
+
+
+def test_plateau_is_not_reported_as_convergence():
+    # Plain gradient descent on every layer (the last one learned, no preconditioner) crawls: the objective
+    # barely moves, the gradient stays far from zero. The stop is a plateau: a warning, and status_ says so.
+    X = _toy("circles", 60, 0)
+    model = KernelAutoencoder(
+        solver="gd", step="bb", last_layer="gradient", preconditioner=None, max_iter=500, random_state=0
+    )
+    with pytest.warns(ConvergenceWarning, match="a plateau, not a minimum"):
+        model.fit(X)
+    assert model.status_ == "plateau" and not model.converged_
+    assert model.n_iter_ < 500 and model.gradient_ratio_ > _STATIONARY
+
+
+def test_iteration_cap_warns_and_says_so():
+    X = _toy("moons", 60, 0)
+    with pytest.warns(ConvergenceWarning, match="max_iter = 3") as record:
+        model = KernelAutoencoder(max_iter=3, random_state=0).fit(X)
+    assert model.status_ == "max_iter" and not model.converged_ and model.n_iter_ == 3
+    assert record[0].filename == __file__  # the warning points at the caller's line
+
+
+def test_stopping_rule_reads_the_best_objective_so_far():
+    from rkm.autoencoders.kae import _stalled
+
+    # Non-monotone steps: increases are no progress, whatever their size.
+    assert _stalled([1.0, 0.5, 2.0, 3.0, 2.5], threshold=1e-3, patience=3)
+    # A steady decrease of 0.01 per iteration is progress above a threshold of 0.005, not above 0.02.
+    curve = [1.0 - 0.01 * k for k in range(6)]
+    assert not _stalled(curve, threshold=0.005, patience=3)
+    assert _stalled(curve, threshold=0.02, patience=3)
+    assert not _stalled(curve[:3], threshold=1.0, patience=3)  # too few iterations to judge
+
+
+def test_tolerance_is_relative_to_the_data_scale():
+    # Scaling X by c scales the distortion by c^2 and the stopping threshold with it: with lam = 0 for the
+    # hidden layer (the only term that does not scale) both fits stop at the same minimum (their paths part only
+    # by rounding).
+    X = _toy("clusters", 80, 0)
+    a = KernelAutoencoder(lam=[0.0, 1e-3], random_state=0).fit(X)
+    b = KernelAutoencoder(lam=[0.0, 1e-3], random_state=0).fit(X * 1e3)
+    assert a.converged_ and b.converged_ and abs(a.n_iter_ - b.n_iter_) <= 0.1 * a.n_iter_
+    assert b.objective_ == pytest.approx(1e6 * a.objective_, rel=1e-3)
+
+
+def test_tolerance_is_not_relative_to_the_objective():
+    # A 2-2-2 KAE reconstructs 2-D data almost exactly: the objective falls to a small fraction of the data's
+    # variance, where a decrease relative to the objective itself would never fall below tol.
+    X = _toy("moons", 80, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = KernelAutoencoder((2,), lam=1e-4, random_state=0).fit(X)
+    assert model.converged_ and model.objective_ < 0.05 * X.var(axis=0).sum()
+
+
+def test_preconditioner_changes_the_path_not_the_objective():
+    X = _toy("circles", 40, 0)
+    model = KernelAutoencoder(random_state=0)
+    plain = KernelAutoencoder(random_state=0, preconditioner=None, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain.fit(X)
+    coefficients = plain.coefficients_[:1]
+    # loss_and_grad is in the coefficients Phi whatever the optimizer's coordinates.
+    assert model.loss_and_grad(X, coefficients)[0] == pytest.approx(plain.objective_, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# scikit-learn's contract: K²AE scores without diag, feature names, set_output, copies of the training data
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _k2ae(**params):
+    return KernelAutoencoder(
+        (2,), kernel="precomputed", gamma=[None, 0.5], **{"lam": 1e-3, "random_state": 0, **params}
+    )
+
+
+def test_k2ae_score_defaults_to_the_training_diagonal():
+    # An rbf input kernel has k(x, x) = 1: the default is exact.
+    K, _ = _gram(60)
+    model = _k2ae().fit(K[:40, :40])
+    block = K[40:, :40]
+    assert model.diag_mean_ == pytest.approx(1.0, rel=1e-14)
+    assert model.score(block) == pytest.approx(model.score(block, diag=np.ones(20)), rel=1e-12)
+    # A linear input kernel: the default is off by the same amount for every model fitted on the same Gram matrix.
+    Z = np.random.default_rng(2).standard_normal((60, 3))
+    G = Z @ Z.T
+    diag = np.diag(G)
+    fits = [_k2ae(lam=lam).fit(G[:40, :40]) for lam in (1e-3, 1e-1)]
+    shifts = [m.score(G[40:, :40]) - m.score(G[40:, :40], diag=diag[40:]) for m in fits]
+    assert shifts[0] == pytest.approx(diag[40:].mean() - diag[:40].mean(), rel=1e-9)
+    assert shifts[1] == pytest.approx(shifts[0], rel=1e-9)
+
+
+def test_k2ae_scores_in_a_pipeline_and_a_grid_search():
+    K, _ = _gram(60)
+    pipeline = make_pipeline(_k2ae())
+    scores = cross_val_score(pipeline, K, cv=3)
+    # The pairwise folds: K[train][:, train] to fit, K[test][:, train] to score, k(x, x) = 1 by default.
+    folds = np.array_split(np.arange(60), 3)
+    for score, test in zip(scores, folds):
+        train = np.setdiff1d(np.arange(60), test)
+        model = _k2ae().fit(K[np.ix_(train, train)])
+        assert score == pytest.approx(model.score(K[np.ix_(test, train)], diag=np.ones(len(test))), rel=1e-10)
+    search = GridSearchCV(_k2ae(), {"lam": [1e-3, 1e-1]}, cv=3).fit(K)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_feature_names_and_set_output():
+    pd = pytest.importorskip("pandas")
+    X = _toy("moons", 40, 0)
+    model = KernelAutoencoder((3, 2), code_layer=1, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    names = ["kernelautoencoder0", "kernelautoencoder1", "kernelautoencoder2"]
+    assert list(model.get_feature_names_out()) == names
+    frame = model.set_output(transform="pandas").transform(X)
+    assert isinstance(frame, pd.DataFrame) and list(frame.columns) == names
+    np.testing.assert_allclose(frame.to_numpy(), model.set_output(transform="default").transform(X))
+    k2ae = _k2ae(max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        k2ae.fit(_gram(20)[0])
+    assert list(k2ae.get_feature_names_out()) == ["kernelautoencoder0", "kernelautoencoder1"]
+
+
+def test_fit_copies_the_training_data():
+    X = _toy("circles", 40, 0)
+    X_new = _toy("circles", 10, 1)
+    model = KernelAutoencoder(max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    assert model.representations_[0] is not X
+    before = model.transform(X_new), model.reconstruct(X_new)
+    X[:] = 0.0
+    np.testing.assert_array_equal(model.transform(X_new), before[0])
+    np.testing.assert_array_equal(model.reconstruct(X_new), before[1])
+    K, _ = _gram(30)
+    k2ae = _k2ae(max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        k2ae.fit(K[:20, :20].copy())
+        train = K[:20, :20].copy()
+        k2ae.fit(train)
+    block = K[20:, :20]
+    before = k2ae.transform(block), k2ae.score(block)
+    train[:] = 0.0
+    assert np.array_equal(k2ae.transform(block), before[0]) and k2ae.score(block) == before[1]
