@@ -160,6 +160,12 @@ def _functions():
     }
 
 
+def _trace_objective(X):
+    """-1/2 Tr(H^T A H) with A = X^T X / n (d x d), the Stiefel engine's model problem, and its gradient."""
+    A = np.asarray(X).T @ np.asarray(X) / len(X)
+    return lambda H: (-0.5 * float(np.sum(H * (A @ H))), -(A @ H))
+
+
 # ------------------------------------------------------------------------------------------------------- data
 
 
@@ -492,6 +498,8 @@ def worker():
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     listed = scenarios()
+    out.write("ready\n")
+    out.flush()
     for line in sys.stdin:
         outcome, detail = run_one(listed[int(line)])
         out.write(json.dumps([outcome, detail]) + "\n")
@@ -512,6 +520,11 @@ class _Child:
             text=True,
             env=environment,
         )
+        # The import (and an editable install's build check) can take minutes on a loaded machine: it is not
+        # part of any scenario's time.
+        ready, _, _ = select.select([self.process.stdout], [], [], 1800)
+        if not ready or self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the battery's child process did not start")
 
     def ask(self, index, timeout):
         self.process.stdin.write(f"{index}\n")

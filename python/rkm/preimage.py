@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from rkm._utils.validation import check_int, check_matrix, check_positive
 from rkm.kernels import kernel_matrix
+
+
+def _check_rows(name, A, other_name, other, axis=0):
+    """A's rows must match `other`'s size along `axis` (training points or points)."""
+    if A.shape[0] != other.shape[axis]:
+        raise ValueError(f"{name}: has {A.shape[0]} rows but {other_name} has {other.shape[axis]}")
 
 
 def with_feature_mean(coefficients: np.ndarray) -> np.ndarray:
@@ -16,6 +23,7 @@ def with_feature_mean(coefficients: np.ndarray) -> np.ndarray:
     The centred projection is sum_i c_i (phi(x_i) - m) with m = (1/N) sum_i phi(x_i); adding m back gives the
     coefficients c_i + (1 - sum_j c_j) / N. coefficients: (n_points, N).
     """
+    coefficients = check_matrix(coefficients, "coefficients")
     return coefficients + (1.0 - coefficients.sum(axis=1, keepdims=True)) / coefficients.shape[1]
 
 
@@ -24,6 +32,9 @@ def ridge_preimage_coefficients(
 ) -> np.ndarray:
     """Dual coefficients A of the kernel ridge map z -> k(z, Z) A from points Z (n, q) to inputs X (n, d): the learned
     pre-image map of Bakir et al. (2004). kernel is a (name, gamma, degree, coef0) spec, alpha the ridge."""
+    Z, X = check_matrix(Z, "Z"), check_matrix(X, "X")
+    _check_rows("X", X, "Z", Z)
+    alpha = check_positive(alpha, "alpha")
     K = kernel_matrix(Z, None, *kernel, n_threads=n_threads).astype(np.float64)
     K.flat[:: K.shape[0] + 1] += alpha
     return np.linalg.solve(K, X.astype(np.float64))
@@ -47,8 +58,10 @@ def kernel_smoother(similarities: np.ndarray, X_train: np.ndarray, n_neighbors: 
     -------
     ndarray of shape (n_points, n_features)
     """
+    similarities, X_train = check_matrix(similarities, "similarities"), check_matrix(X_train, "X_train")
+    _check_rows("X_train", X_train, "similarities' columns", similarities, axis=1)
     n_train = X_train.shape[0]
-    k = min(int(n_neighbors), n_train)
+    k = min(check_int(n_neighbors, "n_neighbors"), n_train)
     if k < n_train:
         order = np.argpartition(-similarities, k, axis=1)
         nearest, floor_index = order[:, :k], order[:, k]
@@ -97,6 +110,14 @@ def gaussian_fixed_point(
     n_iter : int
         Iterations of the slowest point.
     """
+    coefficients, X_train = check_matrix(coefficients, "coefficients"), check_matrix(X_train, "X_train")
+    X_start = check_matrix(X_start, "X_start")
+    _check_rows("X_train", X_train, "coefficients' columns", coefficients, axis=1)
+    _check_rows("X_start", X_start, "coefficients", coefficients)
+    if X_start.shape[1] != X_train.shape[1]:
+        raise ValueError(f"X_start: has {X_start.shape[1]} features but X_train has {X_train.shape[1]}")
+    gamma, tol = check_positive(gamma, "gamma"), check_positive(tol, "tol")
+    max_iter = check_int(max_iter, "max_iter")
     X = np.array(X_start, dtype=X_train.dtype, order="C", copy=True)
     active = np.arange(X.shape[0])
     n_iter = 0

@@ -2,6 +2,7 @@
 
 import numbers
 import os
+import re
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,15 +21,21 @@ def check_matrix(X, name, *, min_samples=1, min_features=1, copy=False):
     copy=True, which estimators use for the arrays they keep (a caller changing X after fit must not change
     the fitted model, scikit-learn's copy_X=True).
     """
-    return check_array(
-        X,
-        dtype=list(FLOAT_DTYPES),
-        order="C",
-        copy=copy,
-        ensure_min_samples=min_samples,
-        ensure_min_features=min_features,
-        input_name=name,
-    )
+    try:
+        return check_array(
+            X,
+            dtype=list(FLOAT_DTYPES),
+            order="C",
+            copy=copy,
+            ensure_min_samples=min_samples,
+            ensure_min_features=min_features,
+            input_name=name,
+        )
+    except ValueError as error:
+        # scikit-learn names the argument in some messages only ("Expected 2D array, got 1D array" does not).
+        if name and not re.search(rf"\b{re.escape(name)}\b", str(error)):
+            raise ValueError(f"{name}: {error}") from None
+        raise
 
 
 def check_positive(value, name, *, allow_none=False):
