@@ -363,7 +363,7 @@ class KernelAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         (``status_ == "plateau"``) and the fit warns (ConvergenceWarning), as it does at max_iter. 0 never
         declares convergence. With the defaults, every fit of a 2-1-2 KAE converged on section 5.1's sets (three
         circles, three clusters, two moons; 300 standardized points, seeds 0-4, and 150 raw points, seeds 0-2):
-        98 to 352 iterations, relative gradients 4e-4 to 6e-3; the former defaults (tol 1e-7 relative to the
+        98 to 352 iterations, relative gradients 4e-4 to 7e-3; the former defaults (tol 1e-7 relative to the
         objective itself, max_iter 200) stopped each of the 9 fits on 300 points, seeds 0-2, at max_iter.
     n_iter_no_change : int, default=10
         The window of `tol`'s rule.
