@@ -394,7 +394,7 @@ class KernelAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     objective_history_ : list of float
         The objective at the start and after every iteration (sweep).
     n_iter_ : int
-        Iterations (sweeps) run.
+        Iterations (sweeps) run, both phases of ``preconditioner="rkhs"`` together (at most max_iter).
     status_ : {"converged", "plateau", "max_iter", "diverged"}
         Why the fit stopped: `tol`'s rule at a minimum; `tol`'s rule (or no step decreasing the objective) with a
         relative gradient above 3e-2; the iteration cap; a non-finite objective (the best iterate is kept). All
