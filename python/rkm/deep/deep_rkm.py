@@ -67,6 +67,8 @@ REGULARIZERS = ("H", "W")
 OBJECTIVES = ("full", "level3")
 # Kernels of levels 2-3 of the reduced-set model: its gradient needs derivatives in both arguments.
 SMOOTH_KERNELS = names_with("layer_derivatives")
+# Folds of the internal cross-validation of DeepRKMClassifier(probability=True) (SVC's 5, as LSSVMClassifier).
+PROBABILITY_FOLDS = 5
 
 __all__ = ["DeepRKM", "DeepRKMClassifier", "DeepRKMRegressor", "DivergenceError"]
 
@@ -227,9 +229,9 @@ class DeepRKM(BaseEstimator):
     >>> import numpy as np
     >>> from rkm import DeepRKM
     >>> X = np.linspace(-3, 3, 80)[:, None]
-    >>> model = DeepRKM(n_components=(1, 1), gamma=1.0, lam=1e-3, n_passes=1).fit(X, np.sin(X).ravel())
-    >>> model.predict(X).shape
-    (80,)
+    >>> model = DeepRKM(n_components=(1, 1), gamma=1.0, lam=1e-3, eta=(1.0, 1e3, 1e3)).fit(X, np.sin(X).ravel())
+    >>> model.predict(X).shape, model.converged_  # the joint solve: the LS-SVM with lam + 1/eta2 = 2e-3
+    ((80,), True)
     >>> float(np.max(np.abs(model.predict(X) - np.sin(X).ravel()))) < 0.05
     True
     """
@@ -952,13 +954,15 @@ class DeepRKMClassifier(ClassifierMixin, DeepRKM):
     probability : bool, default=False
         Fit class probabilities for ``predict_proba``: Platt scaling of ``decision_function`` with a 5-fold
         internal cross-validation (stratified, not shuffled), as ``CalibratedClassifierCV(method="sigmoid",
-        ensemble=False)`` and ``SVC(probability=True)``; the fit then costs five more fits. Every class needs at
-        least 5 samples. ``predict`` is unchanged (the largest output, not the largest probability).
+        ensemble=False)`` and ``SVC(probability=True)``, as LSSVMClassifier(probability=True); the fit then costs
+        five more fits. Fewer folds when a class has fewer than 5 samples (at least 2 needed). ``predict`` is
+        unchanged (the largest output), so the class of largest probability can differ from it near the
+        decision boundary.
 
     Attributes
     ----------
-    calibrator_ : rkm._utils.calibration.PlattCalibration
-        With probability=True: the fitted sigmoids.
+    calibration_ : rkm._utils.calibration.PlattCalibration
+        With probability=True: the fitted sigmoids (``calibration_.calibrators_[j].a_``, ``.b_``).
 
     Examples
     --------
@@ -1060,7 +1064,16 @@ class DeepRKMClassifier(ClassifierMixin, DeepRKM):
         if self.probability:
             base = clone(self).set_params(probability=False)
             fit_params = {} if X_val is None and y_val is None else {"X_val": X_val, "y_val": y_val}
-            self.calibrator_ = fit_platt(base, X, y, cv=5, fit_params=fit_params)
+            # Plain arrays for the folds (y as 1-D labels: fit already warned about a column vector).
+            y = column_or_1d(np.asarray(y))
+            smallest = int(np.unique(y, return_counts=True)[1].min())
+            if smallest < 2:
+                raise ValueError(
+                    "y: probability=True needs at least 2 samples of every class for its internal "
+                    "cross-validation; a class has 1"
+                )
+            cv = min(PROBABILITY_FOLDS, smallest)
+            self.calibration_ = fit_platt(base, np.asarray(X), y, cv=cv, fit_params=fit_params)
         return self
 
     def _has_probability(self):
@@ -1079,8 +1092,8 @@ class DeepRKMClassifier(ClassifierMixin, DeepRKM):
         ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        check_is_fitted(self, "calibrator_")
-        return self.calibrator_.predict_proba(self.decision_function(X))
+        check_is_fitted(self, "calibration_")
+        return self.calibration_.predict_proba(self.decision_function(X))
 
     @available_if(_has_probability)
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
