@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rkm
@@ -28,69 +29,18 @@ from rkm import (
 )
 from rkm.features import Nystroem, RandomFourierFeatures
 
-# ---------------------------------------------------------------------------------------------- KernelSVD
+# A callable kernel (kernel(A, B) -> Gram matrix) at module level, so that the checks can pickle the estimators.
 
 
-class _OneSourceKernelSVD(KernelSVD):
-    """KernelSVD with scikit-learn's unsupervised fit(X, y=None) signature: the one-source model (Z = X).
-
-    scikit-learn's checks pass a 1-D target y as fit's second argument, which KernelSVD reads as the second
-    source Z; this subclass ignores y, so that every check of the estimator contract runs on the rest of
-    the class (parameters, cloning, pickling, dtypes, NaN handling, transform, n_features_in_, ...).
-    """
-
-    def fit(self, X, y=None):
-        return super().fit(X)
-
-    def fit_transform(self, X, y=None):
-        return super().fit_transform(X)
-
-
-# The checks that pass a 1-D y as fit's second positional argument: KernelSVD reads it as the second source Z,
-# which must be a 2-D array, and raises. They run on _OneSourceKernelSVD instead.
-_CHECKS_PASSING_Y = (
-    "check_dict_unchanged",
-    "check_dont_overwrite_parameters",
-    "check_dtype_object",
-    "check_estimators_dtypes",
-    "check_estimators_fit_returns_self",
-    "check_estimators_nan_inf",
-    "check_estimators_overwrite_params",
-    "check_estimators_pickle",
-    "check_f_contiguous_array_estimator",
-    "check_fit2d_1feature",
-    "check_fit2d_1sample",
-    "check_fit2d_predict1d",
-    "check_fit_check_is_fitted",
-    "check_fit_idempotent",
-    "check_fit_score_takes_y",
-    "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance",
-    "check_n_features_in",
-    "check_n_features_in_after_fitting",
-    "check_pipeline_consistency",
-    "check_positive_only_tag_during_fit",
-    "check_readonly_memmap_input",
-    "check_transformer_data_not_an_array",
-    "check_transformer_general",
-    "check_transformer_n_iter",
-    "check_transformer_preserve_dtypes",
-)
-
-
-def _kernel_svd_failures(estimator):
-    if not isinstance(estimator, _OneSourceKernelSVD):
-        reason = "passes a 1-D y as fit's second argument, which KernelSVD reads as the second source Z"
-        return dict.fromkeys(_CHECKS_PASSING_Y, reason)
-    if estimator.solver == "arpack":
-        return {"check_fit2d_1sample": "ARPACK needs n_components < min(N, M), impossible for one sample"}
-    return {}
+def _rbf_gram(A, B):
+    return rbf_kernel(A, B, gamma=0.5)
 
 
 ESTIMATORS = [
     KernelPCA(n_components=2, random_state=0),
     KernelPCA(n_components=2, solver="krylov", random_state=0),
     KernelPCA(n_components=2, kernel="precomputed"),
+    KernelPCA(n_components=2, kernel=_rbf_gram),
     KernelPCA(n_components=2, kernel_storage="matrix_free", random_state=0),
     KernelPCA(n_components=2, feature_map=Nystroem(n_components=5, random_state=0)),
     KernelPCA(n_components=2, feature_map=RandomFourierFeatures(n_components=50, orthogonal=True, random_state=0)),
@@ -108,14 +58,15 @@ ESTIMATORS = [
     LSSVMRegressorCV(lams=[1e-3, 1e-1, 1.0], gammas=[0.1, 1.0]),
     LSSVMClassifierCV(lams=[1e-3, 1e-1, 1.0], gammas=[0.1, 1.0]),
     KernelSVD(kernel="linear"),
-    _OneSourceKernelSVD(kernel="linear"),
-    _OneSourceKernelSVD(),
-    _OneSourceKernelSVD(2, kernel="rbf", scaling="score"),
-    _OneSourceKernelSVD(kernel="precomputed"),
-    _OneSourceKernelSVD(1, kernel="rbf", solver="arpack", random_state=0),
+    KernelSVD(),
+    KernelSVD(2, kernel="rbf", scaling="score"),
+    KernelSVD(kernel="precomputed"),
+    KernelSVD(1, kernel="rbf", solver="arpack", random_state=0),
+    KernelSVD(2, kernel=_rbf_gram),
     KernelPMF(),
     KernelPMF(kernel="laplacian", gamma=0.5),
     KernelPMF(kernel="precomputed"),
+    KernelPMF(kernel=_rbf_gram),
     DeepRKM(task="regression", n_passes=2),
     DeepRKM(task="classification", n_passes=2),
     DeepRKM("kpca_kpca_lssvm", n_components=(2, 2), task="regression", n_passes=2),
@@ -189,8 +140,6 @@ _PLATT_FAILURES = {
 def _expected_failures(estimator):
     if isinstance(estimator, LSSVMClassifier) and estimator.probability:
         return _PLATT_FAILURES
-    if isinstance(estimator, KernelSVD):
-        return _kernel_svd_failures(estimator)
     if isinstance(estimator, (LSSVMRegressor, LSSVMClassifier)) and estimator.kernel == "precomputed":
         return _INDEFINITE_PRECOMPUTED
     if isinstance(estimator, KernelAutoencoder) and estimator.kernel == "precomputed":
@@ -209,7 +158,7 @@ def test_sklearn_compatible_estimator(estimator, check):
 
 
 def test_every_public_estimator_is_checked():
-    checked = {type(estimator) for estimator in ESTIMATORS} | {_OneSourceKernelSVD.__mro__[1]}
+    checked = {type(estimator) for estimator in ESTIMATORS}
     assert set(PUBLIC_ESTIMATORS) <= checked | set(NOT_CHECKED)
 
 
