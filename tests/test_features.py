@@ -534,3 +534,17 @@ def test_nystroem_landmarks_are_copies_of_the_training_rows(landmarks):
     assert not np.shares_memory(model.components_, X)
     X[:] = 0.0
     np.testing.assert_array_equal(model.transform(X_new), before)
+
+
+@pytest.mark.parametrize(
+    "K, match",
+    [
+        (np.ones((3, 2)), "square"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), "K"),
+        (np.zeros((3, 3)), "positive"),
+        (np.ones(3), "K"),
+    ],
+)
+def test_renyi_entropy_refuses_what_is_not_a_kernel_matrix(K, match):
+    with pytest.raises(ValueError, match=match):
+        renyi_entropy(K)

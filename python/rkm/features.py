@@ -61,6 +61,7 @@ from rkm._utils.validation import (
     POSITIVE,
     RANDOM_STATE,
     check_fits_in_memory,
+    check_matrix,
     kernel_constraints,
     kernel_name_options,
 )
@@ -512,8 +513,13 @@ def renyi_entropy(K):
     -------
     float
     """
-    K = np.asarray(K, dtype=np.float64)
-    return float(-np.log(K.sum() / K.shape[0] ** 2))
+    K = check_matrix(K, "K").astype(np.float64, copy=False)
+    if K.shape[0] != K.shape[1]:
+        raise ValueError(f"K: must be a square kernel matrix, got shape {K.shape}")
+    mean = K.sum() / K.shape[0] ** 2
+    if not mean > 0:
+        raise ValueError(f"K: the mean kernel value must be positive for a Parzen estimate, got {mean:.3g}")
+    return float(-np.log(mean))
 
 
 def _renyi_working_set(X, n_landmarks, kernel, rng, n_trials):
