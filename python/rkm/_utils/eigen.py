@@ -194,9 +194,9 @@ def finite_or_raise(values, method):
     return values
 
 
-def warn_not_converged(residuals, n_iter, max_iter, tol, dtype, model="KernelPCA", stacklevel=None):
+def warn_not_converged(residuals, n_iter, max_iter, tol, dtype, model="KernelPCA"):
     """Warn (rkm's ConvergenceWarning, attributed to the user's line) that the Krylov solver stopped short of
-    tol. `stacklevel` is accepted for older callers and ignored: the level is computed."""
+    tol."""
     tol = f"tol {tol:g}" if tol is not None else "the default tol"
     if n_iter < max_iter:
         advice = "use float64 or a larger tol" if dtype == np.float32 else "use a larger tol"
