@@ -147,6 +147,8 @@ def digits_factories(n_threads):
             eta=(1.0, 1.0 / inv_eta, 1.0 / inv_eta),
             n_passes=n_passes,
             solver="levelwise",
+            # Section 6.2.2's protocol: 2 forward-backward passes (the joint solve is DeepRKM's default now).
+            phases="forward_backward",
             task="classification",
             coding="one_vs_all",
             n_threads=n_threads,
