@@ -21,6 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import ParameterGrid
 from threadpoolctl import threadpool_limits
 
+from rkm.cli._args import thread_total
 from rkm.cli.report import memory_status, provenance, write_section
 
 HERE = pathlib.Path(__file__).parent
@@ -157,7 +158,7 @@ def script_parser(doc, parts, option="--part", quick=None, n_threads=2, from_rec
     parser.add_argument(option, nargs="+", choices=parts, default=list(parts))
     if quick:
         parser.add_argument("--quick", action="store_true", help=quick)
-    parser.add_argument("--n-threads", type=int, default=n_threads)
+    parser.add_argument("--n-threads", type=thread_total, default=n_threads)
     if from_records:
         parser.add_argument(
             "--from-records",
