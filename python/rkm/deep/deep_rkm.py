@@ -98,12 +98,16 @@ class DeepRKM(BaseEstimator):
         Polynomial kernel offset (all levels).
     lam : float, default=1.0
         The regression level's lambda (lam1 of eq. 4.18, lam3 of eqs. 4.11 and 5.3).
-    eta : float or sequence of three floats, default=(1.0, 1.0, 1.0)
+    eta : float, sequence of three floats or None, default=None
         eta1, eta2, eta3, or one value for all three levels. In eqs. 4.11 and 4.18, 1/eta2 and 1/eta3 weigh the
         linear kernels fused into levels 1 and 2 (the "kernel fusion" of §4.2); small values couple the levels
-        strongly. For "lssvm_kpca_kpca" with phases="joint" and s2 >= p, the solution's level 1 is the LS-SVM
-        with ridge lam + 1/eta2 (see phases), so the paper's strong coupling 1/eta2 = 1e5 (§6.2.1) makes it
-        nearly a constant; the default is the weak coupling of the shallow models.
+        strongly. None: (1, 1, 1) for solver="levelwise" and (1, 1e-5, 1e-5) for the primal solvers; the
+        resolved values are ``eta_``. For "lssvm_kpca_kpca" with phases="joint" and s2 >= p, the solution's
+        level 1 is the LS-SVM with ridge lam + 1/eta2 (see phases), so the paper's strong coupling
+        1/eta2 = 1e5 (§6.2.1) makes it nearly a constant: the level-wise default is the weak coupling of the
+        shallow models. The primal objectives (eqs. 5.3, 5.6) need the strong coupling: with (1, 1, 1) their
+        regularization wins and M2 ends at a constant predictor (R^2 = 0 on scikit-learn's diabetes data,
+        against 0.60 with (1, 1e-5, 1e-5)).
     n_passes : int, default=10
         solver="levelwise": the most passes of forward (and backward) level steps (eq. 5.1); the passes stop
         once one changes the hidden features by at most tol (relative).
@@ -173,6 +177,8 @@ class DeepRKM(BaseEstimator):
         reduced-set hidden features H~1, H~2, H~3 (M rows). "feedforward": Lambda1^-1 e1, Lambda2^-1 e2 and
         e3 / lam at the training points (the stationarity conditions of the kernel PCA and LS-SVM levels).
     intercept_ : ndarray of shape (n_outputs,)
+    eta_ : tuple of three floats
+        The eta1, eta2, eta3 used (eta, or its per-solver default).
     eigenvalues_ : list of two ndarrays
         The diagonals of Lambda of the two kernel PCA levels, in level order.
     n_effective_components_ : tuple of two ints
@@ -244,7 +250,7 @@ class DeepRKM(BaseEstimator):
         "degree": NONNEGATIVE,
         "coef0": FINITE,
         "lam": POSITIVE,
-        "eta": [*POSITIVE, *PER_LEVEL],
+        "eta": [None, *POSITIVE, *PER_LEVEL],
         "n_passes": POSITIVE_INT,
         "solver": [StrOptions(set(SOLVERS))],
         "phases": [StrOptions(set(PHASES))],
@@ -276,7 +282,7 @@ class DeepRKM(BaseEstimator):
         degree: float = 3,
         coef0: float = 1.0,
         lam: float = 1.0,
-        eta: float | Sequence[float] = (1.0, 1.0, 1.0),
+        eta: float | Sequence[float] | None = None,
         n_passes: int = 10,
         solver: str = "levelwise",
         phases: str = "joint",
@@ -338,7 +344,8 @@ class DeepRKM(BaseEstimator):
                 f"solver: {self.solver!r} is the primal model of architecture='kpca_kpca_lssvm' "
                 "(eqs. 5.3-5.6); use solver='levelwise' for 'lssvm_kpca_kpca'"
             )
-        self._etas = tuple(check_positive(v, "eta") for v in _per_level(self.eta, "eta", 3))
+        eta = self.eta if self.eta is not None else (1.0, 1.0, 1.0) if self.solver == "levelwise" else (1.0, 1e-5, 1e-5)
+        self._etas = self.eta_ = tuple(check_positive(v, "eta") for v in _per_level(eta, "eta", 3))
         self._components = tuple(check_int(v, "n_components") for v in _per_level(self.n_components, "n_components", 2))
         self._check_component_limits(n_samples)
         if self.solver == "reduced_set" and self.n_reduced > n_samples:
@@ -894,7 +901,7 @@ class DeepRKMRegressor(RegressorMixin, DeepRKM):
         degree: float = 3,
         coef0: float = 1.0,
         lam: float = 1.0,
-        eta: float | Sequence[float] = (1.0, 1.0, 1.0),
+        eta: float | Sequence[float] | None = None,
         n_passes: int = 10,
         solver: str = "levelwise",
         phases: str = "joint",
@@ -993,7 +1000,7 @@ class DeepRKMClassifier(ClassifierMixin, DeepRKM):
         degree: float = 3,
         coef0: float = 1.0,
         lam: float = 1.0,
-        eta: float | Sequence[float] = (1.0, 1.0, 1.0),
+        eta: float | Sequence[float] | None = None,
         n_passes: int = 10,
         solver: str = "levelwise",
         phases: str = "joint",
