@@ -25,13 +25,16 @@ def test_kae_kernels_cover_every_kernel_with_layer_derivatives():
 
 # (first layer, ridge penalty lambda_L of a solved last layer or None, what it regresses onto): a KAE; a K²AE with
 # its ridge layer and with its least-squares layer (lambda_L = 0); a finite-dimensional KAE whose last layer is
-# solved (K_1 = k_1(X, X) given, output_gram = X X^T), likewise.
+# solved (K_1 = k_1(X, X) given, output_gram = X X^T), likewise; the same given X itself (output_features = X: the
+# last layer solved through W^-1 X).
 KAE_KINDS = {
     "kae": ("data", None, None),
     "k2ae": ("gram", 0.05, None),
     "k2ae_least_squares": ("gram", 0.0, None),
     "kae_ridge": ("data_gram", 0.05, "data"),
     "kae_least_squares": ("data_gram", 0.0, "data"),
+    "kae_ridge_features": ("data_gram", 0.05, "features"),
+    "kae_least_squares_features": ("data_gram", 0.0, "features"),
 }
 
 
@@ -41,13 +44,15 @@ def _psd_operator(d, seed):
 
 
 def _kae_problem(kind, n_layers, kernel, operators, n=10, seed=0):
-    """((X, phis, kernels, operators, penalties), {precomputed, output_gram}) of a small problem of the kind: d_0 = 2
-    (a K²AE's K_in: an rbf Gram matrix), hidden sizes (3,) or (3, 2), every kernel `kernel`."""
+    """((X, phis, kernels, operators, penalties), {precomputed, output_gram[, output_features]}) of a small problem of
+    the kind: d_0 = 2 (a K²AE's K_in: an rbf Gram matrix), hidden sizes (3,) or (3, 2), every kernel `kernel`."""
     first, ridge, output = KAE_KINDS[kind]
     rng = np.random.default_rng(seed)
     hidden = [3, 2][: n_layers - 1]
     data = rng.normal(size=(n, 2))
     keywords = dict(precomputed=first != "data", output_gram=data @ data.T if output == "data" else None)
+    if output == "features":
+        keywords["output_features"] = data
     if first == "gram":
         Z = rng.normal(size=(n, 4))
         X = np.exp(-0.3 * cdist(Z, Z, "sqeuclidean"))
@@ -136,6 +141,24 @@ def test_kae_gradient_matches_central_differences(kind, n_layers, kernel, operat
         expected = sum(np.sum(G * D) for G, D in zip(grads, directions))
         scale = np.sqrt(sum(np.sum(G * G) for G in grads) * sum(np.sum(D * D) for D in directions))
         assert abs(slope - expected) <= 1e-7 * scale
+
+
+@pytest.mark.parametrize("method", ["adjoint", "jacobian"])
+@pytest.mark.parametrize("kind", ["kae_ridge", "kae_least_squares"])
+@pytest.mark.parametrize("n_layers, kernel, operators", [(2, "rbf", False), (3, "rbf", True), (3, "poly", False)])
+def test_kae_output_features_solve_the_output_gram_problem(kind, n_layers, kernel, operators, method):
+    # The last layer solved through W^-1 X (d_0 right-hand sides) is the one solved through W^-1 X X^T W^-1.
+    if "least_squares" in kind:
+        kernel, operators = "linear", False
+    args, keywords = _kae_problem(kind, n_layers, kernel, operators, n=70, seed=9)
+    data_gram = keywords["output_gram"]
+    expected = _core.kae_loss_and_grad(*args, method=method, **keywords)
+    # Any F with F F^T = X X^T gives the same problem: here a thin factor from the eigenvectors, not X itself.
+    values, vectors = np.linalg.eigh(data_gram)
+    F = vectors[:, -2:] * np.sqrt(values[-2:])
+    for implementation in KAE_IMPLEMENTATIONS.values():
+        by_features = implementation(*args, method=method, precomputed=True, output_gram=None, output_features=F)
+        _assert_same_kae_results(by_features, expected, rtol=1e-10)
 
 
 @pytest.mark.parametrize("method", ["adjoint", "jacobian"])
@@ -232,7 +255,23 @@ KAE_BAD_ARGUMENTS = [
     ("precomputed", lambda a: {"precomputed": "no"}),
     ("n_threads", lambda a: {"n_threads": 0}),
     ("output_gram", lambda a: {"output_gram": a["X"] @ a["X"].T}),  # without a precomputed first layer
+    ("output_features", lambda a: {"output_features": a["X"]}),  # without a precomputed first layer
 ]
+
+KAE_BAD_FEATURES = [
+    lambda a: {"output_gram": a["output_features"] @ a["output_features"].T},  # both
+    lambda a: {"output_features": a["output_features"][:-1]},
+    lambda a: {"output_features": np.where(np.eye(10, 2) > 0, np.nan, a["output_features"])},
+    lambda a: {"output_features": np.ones(10)},
+]
+
+
+@pytest.mark.parametrize("implementation", list(KAE_IMPLEMENTATIONS))
+@pytest.mark.parametrize("change", KAE_BAD_FEATURES)
+def test_kae_bad_output_features_name_the_argument(implementation, change):
+    arguments = _kae_arguments("kae_ridge_features")
+    with pytest.raises(ValueError, match="^output_features: "):
+        KAE_IMPLEMENTATIONS[implementation](**(arguments | change(arguments)))
 
 
 @pytest.mark.parametrize("implementation", list(KAE_IMPLEMENTATIONS))

@@ -99,3 +99,55 @@ def test_core_rejects_mismatched_targets(rng):
         _core.lssvm_dual_fit(X, Y[:19], "rbf", 1.0, 3.0, 1.0, 1.0, 1.0, True, False, None)
     with pytest.raises(ValueError, match="Y: has 19 rows"):
         _core.lssvm_dual_fit_mixed(X, Y[:19], "rbf", 1.0, 3.0, 1.0, 1.0, 1.0, True, None)
+
+
+@pytest.fixture(scope="module")
+def panel_problem():
+    """K, Y, lam and the exact (H, b, loo) of an N = 2600 system, by SciPy's Cholesky factorization."""
+    from scipy import linalg
+
+    rng = np.random.default_rng(7)
+    n, lam = 2600, 0.5
+    X, Y = rng.normal(size=(n, 5)), rng.normal(size=(n, 2))
+    K = kernel_matrix(X, kernel="rbf", gamma=0.2)
+    L = linalg.cholesky(K + lam * np.eye(n), lower=True)
+    U = linalg.cho_solve((L, True), Y)
+    v = linalg.cho_solve((L, True), np.ones(n))
+    b = U.sum(axis=0) / v.sum()
+    H = U - np.outer(v, b)
+    L_inverse, _ = linalg.lapack.dtrtri(L, lower=1)
+    inverse_diagonal = np.sum(L_inverse**2, axis=0) - v**2 / v.sum()
+    return K, Y, lam, (H, b, H / inverse_diagonal[:, None])
+
+
+@pytest.mark.parametrize("backend", ["scipy", "eigen"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cholesky_in_panels_agrees_with_one_potrf_call(panel_problem, backend, dtype):
+    # N = 2600 > 2048: the factorization runs in panels of 512 columns with the trailing updates in strips of
+    # 2048 rows (a partial last panel and strip) and Ctrl-C checks between them; the factor is LAPACK's to rounding.
+    K, Y, lam, exact = panel_problem
+    _core.set_blas_backend(backend)
+    try:
+        result = _core.lssvm_dual_solve(K.astype(dtype), Y.astype(dtype), 1.0, lam, True, True, None)
+    finally:
+        _core.set_blas_backend("scipy")
+    # A solve's rounding: eps cond(A) relative to the largest entry, cond(A) <= 1 + N max|K| / lam.
+    cond = 1 + len(K) / lam
+    atol = 10 * np.finfo(dtype).eps * cond
+    for value, expected in zip(result, exact):
+        assert value.dtype == dtype
+        np.testing.assert_allclose(value, expected, atol=atol * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("backend", ["scipy", "eigen"])
+def test_cholesky_in_panels_reports_the_failing_column(backend):
+    # A negative pivot in the 5th panel: the column LAPACK reports, counted from the start of the matrix.
+    n = 2600
+    K = np.eye(n)
+    K[2345, 2345] = -5.0
+    _core.set_blas_backend(backend)
+    try:
+        with pytest.raises(ValueError, match="failed at column 2346 of 2600"):
+            _core.lssvm_dual_solve(K, np.ones((n, 1)), 1.0, 1.0, True, False, None)
+    finally:
+        _core.set_blas_backend("scipy")

@@ -168,3 +168,88 @@ def test_ctrl_c_interrupts_a_matrix_free_product_between_tiles():
         "def run(): _core.kernel_product(X, None, B, 'rbf', 0.01, 3.0, 1.0, 2)"
     )
     assert "interrupted" in _interrupt_after_ready(body)
+
+
+def _run_child(script, timeout=300):
+    """Runs `script` in a child Python; returns (returncode, its printed lines, stdout + stderr): a crash there fails
+    one test only. An editable install may print its rebuild log first."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout.strip().splitlines(), done.stdout + done.stderr
+
+
+def test_absurd_thread_counts_are_clamped_to_the_cores():
+    # n_threads = 100000 crashed inside libgomp (a segfault in kernel_matrix, "Thread creation failed" from the
+    # LS-SVM fit): every count beyond the cores now runs as -1 (all of them), with the same results.
+    script = """
+import os
+import numpy as np
+from rkm import _core
+rng = np.random.default_rng(0)
+X, Y = rng.normal(size=(300, 4)), rng.normal(size=(300, 2))
+K = _core.kernel_matrix(X, None, 'rbf', 0.5, n_threads=-1)
+H0 = np.linalg.qr(rng.normal(size=(300, 5)))[0]
+phis = [Y / 300, rng.normal(size=(300, 4)) / 300]
+calls = {
+    'kernel_matrix': lambda t: _core.kernel_matrix(X, None, 'rbf', 0.5, n_threads=t),
+    'center_kernel': lambda t: _core.center_kernel(K.copy(), n_threads=t)[0],
+    'kernel_product': lambda t: _core.kernel_product(X, None, Y, 'rbf', 0.5, 3.0, 1.0, t),
+    'eigh': lambda t: _core.eigh(K, n_threads=t)[0],
+    'lssvm_dual_fit': lambda t: _core.lssvm_dual_fit(X, Y, 'rbf', 0.5, n_threads=t)[0],
+    'lssvm_dual_fit_mixed': lambda t: _core.lssvm_dual_fit_mixed(X, Y, 'rbf', 0.5, n_threads=t)[0],
+    'ConstrainedDeepObjective': lambda t: _core.ConstrainedDeepObjective(
+        K, [('rbf', 0.5, 3.0, 1.0)], [3, 2], [1.0, 1.0], True, n_threads=t).evaluate(H0)[1],
+    'kae_loss_and_grad': lambda t: _core.kae_loss_and_grad(
+        X, phis, [('rbf', 0.5, 3.0, 1.0)] * 2, None, [1e-3] * 2,
+        n_threads=t)[1][0],
+}
+for name, call in calls.items():
+    expected = call(-1)
+    for threads in (100000, 50000, 2**31 - 1):
+        assert np.array_equal(call(threads), expected), (name, threads)
+cores = len(os.sched_getaffinity(0))  # what OpenMP counts as the processors available
+workspace = lambda t: _core.kernel_product_workspace_bytes(300, 300, 4, 3, t, True)
+assert workspace(10**6) == workspace(cores) and (cores == 1 or workspace(cores) > workspace(1))
+print('ok')
+"""
+    returncode, lines, output = _run_child(script)
+    assert returncode == 0 and lines[-1:] == ["ok"], output
+
+
+def test_a_failed_allocation_is_a_memory_error_that_names_it():
+    # Under an address-space limit (ulimit -v) that the kernel matrix of 30000 samples (6.7 GiB) cannot fit in, the
+    # core's std::bad_alloc must reach Python as a MemoryError that says what failed and what to do, not as a bare
+    # "std::bad_alloc".
+    script = """
+import resource
+import numpy as np
+from rkm import _core
+rng = np.random.default_rng(0)
+X, Y = rng.normal(size=(30000, 2)), rng.normal(size=(30000, 1))
+_core.lssvm_dual_fit(X[:300], Y[:300], 'rbf', 0.5)  # threads and BLAS buffers exist before the limit
+used = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + 2**31, resource.getrlimit(resource.RLIMIT_AS)[1]))
+for fit in (_core.lssvm_dual_fit, _core.lssvm_dual_fit_mixed):
+    try:
+        fit(X, Y, 'rbf', 0.5)
+    except MemoryError as error:
+        print(error)
+"""
+    returncode, lines, output = _run_child(script)
+    assert returncode == 0, output
+    lines = lines[-2:]
+    assert lines[0].startswith("rkm core: out of memory while fitting an LS-SVM: its kernel matrix holds 30000 x")
+    assert lines[1].startswith("rkm core: out of memory while fitting an LS-SVM in mixed precision")
+    for line in lines:
+        assert "GiB" in line and "use fewer samples, float32, or a matrix-free or approximate solver" in line
+
+
+@pytest.mark.slow
+def test_ctrl_c_interrupts_the_lssvm_cholesky_factorization():
+    # One LAPACK potrf call on N = 12000 ignored Ctrl-C for 31 s; in panels the check runs between them. float32
+    # at N = 20000 (1.6 GB, as the kernel build test): long enough for the signal to arrive inside the factorization
+    # on a fast machine too (K = I: the time does not depend on the values).
+    body = (
+        "K = np.eye(20000, dtype=np.float32); Y = np.ones((20000, 1), dtype=np.float32)\n"
+        "def run(): _core.lssvm_dual_solve(K, Y, 1.0, 1.0, True, False, None)"
+    )
+    assert "interrupted" in _interrupt_after_ready(body)

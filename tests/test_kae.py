@@ -128,7 +128,7 @@ def test_estimator_loss_is_the_reference_loss(name):
         setup.operators[: setup.n_optimized],
         setup.lam,
         setup.solved,
-        output_gram=setup.output_gram,
+        output_features=setup.output_features,
     )
     loss_model, grads_model = model.loss_and_grad(X, coefficients)
     assert loss_model == pytest.approx(loss, rel=1e-10)

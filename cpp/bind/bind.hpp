@@ -9,14 +9,43 @@
 #include "core/common.hpp"
 #include "core/kernels.hpp"
 
+#include <new>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace rkm::bind {
 
 namespace py = pybind11;
 
-// scikit-learn's meaning: None -> OpenMP's current maximum, k > 0 -> k, -1 -> all cores, -k -> all but k-1.
+// scikit-learn's meaning: None -> OpenMP's current maximum, k > 0 -> k, -1 -> all cores, -k -> all but k-1;
+// counts beyond the cores available are clamped to them.
 int thread_count(const std::optional<int>& n_threads);
+
+// A failed allocation of the core with what it was for; the module's translator raises MemoryError with the
+// message (a bare std::bad_alloc becomes a MemoryError with a generic one).
+struct out_of_memory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What every out-of-memory message ends with.
+inline const char* memory_advice() {
+  return "use fewer samples, float32, or a matrix-free or approximate solver (e.g. Nystroem or random features)";
+}
+
+// "n x n float64 values (x.y GiB)": the size of a square work matrix, for the messages.
+std::string square_matrix_text(Eigen::Index n, std::size_t bytes_per_value);
+
+// Runs body(); a std::bad_alloc thrown by it becomes out_of_memory("rkm core: out of memory while " + task()
+// + "; " + advice). task is called only then.
+template <typename Task, typename Body>
+auto with_memory_context(const Task& task, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    throw out_of_memory("rkm core: out of memory while " + task() + "; " + memory_advice());
+  }
+}
 
 // A kernel spec from the Python arguments; gamma None means 1 / n_features.
 KernelSpec make_spec(const std::string& kernel, std::optional<double> gamma, Eigen::Index n_features, double degree,

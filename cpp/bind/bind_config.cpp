@@ -23,12 +23,18 @@ bool register_scipy_blas() {
     d.potrf = reinterpret_cast<blas::Routines<double>::potrf_t>(capsule_pointer(l, "dpotrf"));
     d.potrs = reinterpret_cast<blas::Routines<double>::potrs_t>(capsule_pointer(l, "dpotrs"));
     d.trtri = reinterpret_cast<blas::Routines<double>::trtri_t>(capsule_pointer(l, "dtrtri"));
+    d.trsm = reinterpret_cast<blas::Routines<double>::trsm_t>(capsule_pointer(b, "dtrsm"));
+    d.trmm = reinterpret_cast<blas::Routines<double>::trmm_t>(capsule_pointer(b, "dtrmm"));
+    d.syrk = reinterpret_cast<blas::Routines<double>::syrk_t>(capsule_pointer(b, "dsyrk"));
     auto& s = blas::routines<float>();
     s.gemm = reinterpret_cast<blas::Routines<float>::gemm_t>(capsule_pointer(b, "sgemm"));
     s.syevd = reinterpret_cast<blas::Routines<float>::syevd_t>(capsule_pointer(l, "ssyevd"));
     s.potrf = reinterpret_cast<blas::Routines<float>::potrf_t>(capsule_pointer(l, "spotrf"));
     s.potrs = reinterpret_cast<blas::Routines<float>::potrs_t>(capsule_pointer(l, "spotrs"));
     s.trtri = reinterpret_cast<blas::Routines<float>::trtri_t>(capsule_pointer(l, "strtri"));
+    s.trsm = reinterpret_cast<blas::Routines<float>::trsm_t>(capsule_pointer(b, "strsm"));
+    s.trmm = reinterpret_cast<blas::Routines<float>::trmm_t>(capsule_pointer(b, "strmm"));
+    s.syrk = reinterpret_cast<blas::Routines<float>::syrk_t>(capsule_pointer(b, "ssyrk"));
     return true;
   } catch (const py::error_already_set&) {
     return false;

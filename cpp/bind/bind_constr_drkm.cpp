@@ -40,19 +40,23 @@ std::unique_ptr<ConstrainedDeepObjective> make_objective(ConstMatrixRef<double> 
   const int threads = thread_count(n_threads);
   // Safe without the GIL: K1 is a view of a buffer the caller keeps alive; the copy and its centring are ours.
   py::gil_scoped_release release;
-  return std::make_unique<ConstrainedDeepObjective>(K1, specs, sizes, etas, center, threads);
+  return with_memory_context(
+      [&] { return "copying the level-1 kernel matrix of a Constr-DRKM objective: " +
+                   square_matrix_text(K1.rows(), sizeof(double)); },
+      [&] { return std::make_unique<ConstrainedDeepObjective>(K1, specs, sizes, etas, center, threads); });
 }
 
 py::tuple evaluate(ConstrainedDeepObjective& objective, ConstMatrixRef<double> H) {
   RowMatrix<double> G;
+  Vector<double> terms;
   double f;
   {
-    // Safe without the GIL: H is a view of a buffer the caller keeps alive; G and the objective's buffers are
-    // C++ objects.
+    // Safe without the GIL: H is a view of a buffer the caller keeps alive; G and terms are this call's, and
+    // the objective's evaluation writes nothing it shares (other threads may evaluate it at the same time).
     py::gil_scoped_release release;
-    f = objective.evaluate(H, G);
+    f = objective.evaluate(H, G, terms);
   }
-  return py::make_tuple(f, std::move(G), Vector<double>(objective.level_terms()));
+  return py::make_tuple(f, std::move(G), std::move(terms));
 }
 
 py::tuple sizes(const ConstrainedDeepObjective& objective) {
@@ -71,7 +75,7 @@ void bind_constr_drkm(py::module_& m) {
       "K_1 given (copied, centred once if center), K_l = k_l(H_{l-1}, H_{l-1}) for l >= 2. level_kernels: L - 1 "
       "tuples (name, gamma, degree, coef0), name rbf, laplacian, poly or linear. evaluate(H) returns "
       "(f, G = df/dH, terms) without forming any N x N matrix besides K_1, bit-identical for any thread count; "
-      "stiefel_minimize runs it without Python.")
+      "stiefel_minimize runs it without Python. Safe to share between threads: each evaluation has its own buffers.")
       .def(py::init(&make_objective), py::arg("K1"), py::arg("level_kernels"), py::arg("sizes"), py::arg("etas"),
            py::arg("center"), py::arg("n_threads") = py::none())
       .def("evaluate", &evaluate, py::arg("H"), "(f, G, terms) at H of shape (N, sum(sizes)).")

@@ -95,7 +95,7 @@ void bind_deep(py::module_& m) {
   py::class_<DeepReducedSetObjective>(m, "DeepReducedSetObjective",
                                       (std::string("The M1 objective of Suykens 2017, eq. 5.3, for one fit: K1, G1 and "
                                                    "Y are copied once; calling it with theta returns (f, grad, "
-                                                   "[J1, J2, J3]). ") + layout).c_str())
+                                                   "[J1, J2, J3]); calls from several threads take turns. ") + layout).c_str())
       .def(py::init(&make_objective), py::arg("K1").noconvert(), py::arg("G1").noconvert(), py::arg("Y").noconvert(),
            py::arg("dims"), py::arg("kernel2"), py::arg("kernel3"), py::arg("etas"), py::arg("lam3"),
            py::arg("c_stab"), py::arg("c0"), py::arg("regularizer"), py::arg("objective"),

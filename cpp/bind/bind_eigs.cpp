@@ -29,7 +29,10 @@ py::tuple eigh_py(ConstMatrixRef<T> A, std::optional<int> n_threads) {
   {
     // Safe without the GIL: A is a view of a NumPy buffer the caller keeps alive.
     py::gil_scoped_release release;
-    dense_eigh<T>(A, w, V, threads);
+    with_memory_context(
+        [&] { return "computing all eigenpairs of a dense matrix: its eigenvectors and work space hold " +
+                     square_matrix_text(A.rows(), sizeof(T)) + " each"; },
+        [&] { dense_eigh<T>(A, w, V, threads); });
   }
   return py::make_tuple(std::move(w), std::move(V));
 }

@@ -103,10 +103,13 @@ bool flag(const py::handle& value, const std::string& name) {
 py::tuple kae_loss_and_grad_py(const py::object& X_in, const py::object& phis_in, const py::object& kernels_in,
                                const py::object& operators_in, const py::object& penalties_in,
                                const py::object& precomputed_in, const std::string& method_name,
-                               std::optional<int> n_threads, const py::object& output_gram_in) {
+                               std::optional<int> n_threads, const py::object& output_gram_in,
+                               const py::object& output_features_in) {
   const Array X_array = as_matrix(X_in, "X: must be");
   const Array output_array =
       output_gram_in.is_none() ? Array() : as_matrix(output_gram_in, "output_gram: must be None or");
+  const Array features_array =
+      output_features_in.is_none() ? Array() : as_matrix(output_features_in, "output_features: must be None or");
   std::vector<Array> phi_arrays;
   for (const py::handle entry : as_list(phis_in, "phis", "coefficient matrices")) {
     phi_arrays.push_back(as_matrix(entry, "phis: each entry must be"));
@@ -128,13 +131,21 @@ py::tuple kae_loss_and_grad_py(const py::object& X_in, const py::object& phis_in
   const ConstMatrixRef<double> X = view(X_array);
   const std::optional<ConstMatrixRef<double>> output_gram =
       output_gram_in.is_none() ? std::nullopt : std::optional<ConstMatrixRef<double>>(view(output_array));
+  const std::optional<ConstMatrixRef<double>> output_features =
+      output_features_in.is_none() ? std::nullopt : std::optional<ConstMatrixRef<double>>(view(features_array));
   KaeResult result;
   {
-    // Safe without the GIL: X, output_gram and phis view the buffers of X_array, output_array and phi_arrays, which
-    // live until after this block; everything else is a C++ object.
+    // Safe without the GIL: X, output_gram, output_features and phis view the buffers of X_array, output_array,
+    // features_array and phi_arrays, which live until after this block; everything else is a C++ object.
     py::gil_scoped_release release;
-    result = kae_loss_and_grad(X, phis, kernels, operators, penalties, precomputed, method, threads,
-                               output_gram ? &*output_gram : nullptr);
+    result = with_memory_context(
+        [&] { return "evaluating a kernel autoencoder: each layer's kernel matrix holds " +
+                     square_matrix_text(X.rows(), sizeof(double)); },
+        [&] {
+          return kae_loss_and_grad(X, phis, kernels, operators, penalties, precomputed, method, threads,
+                                   output_gram ? &*output_gram : nullptr,
+                                   output_features ? &*output_features : nullptr);
+        });
   }
   py::list grads;
   for (RowMatrix<double>& g : result.grads) grads.append(py::cast(std::move(g)));
@@ -147,6 +158,7 @@ void bind_kae(py::module_& m) {
   m.def("kae_loss_and_grad", &kae_loss_and_grad_py, py::arg("X"), py::arg("phis"), py::arg("kernels"),
         py::arg("operators"), py::arg("penalties"), py::arg("precomputed") = false, py::arg("method") = "adjoint",
         py::arg("n_threads") = py::none(), py::arg("output_gram") = py::none(),
+        py::arg("output_features") = py::none(),
         "Loss of a kernel autoencoder (Laforgue et al. 2019, eq. 4; K²AE when precomputed) and its gradient with "
         "respect to the coefficients: (loss, grads, terms = [D, s_1, ..., s_L]). X: data (n, d_0) or, when "
         "precomputed, the input Gram matrix K_in (n, n); phis: Phi_1..Phi_L (K²AE: Phi_1..Phi_{L-1}); kernels: one "
@@ -154,7 +166,9 @@ void bind_kae(py::module_& m) {
         "None or one PSD array or None (identity) per entry of phis; penalties: lambda_1..lambda_L (K²AE: lambda_L "
         "is the ridge penalty of the last layer); method: 'adjoint' (reverse mode, O(n^2 sum d_l)) or 'jacobian' "
         "(the paper's Appendix B recursions); output_gram: with precomputed, the inner products K_out of the outputs "
-        "the last layer regresses onto (None: X). float64; bit-identical for any n_threads; an overflowing hidden "
+        "the last layer regresses onto (None: X); output_features: with precomputed, instead of output_gram, the "
+        "outputs F themselves (n, d_out), K_out = F F^T, solved through W^-1 F (d_out right-hand sides, no n x n "
+        "solve: a finite-dimensional KAE's ridge layer). float64; bit-identical for any n_threads; an overflowing hidden "
         "quantity gives loss = inf with NaN terms and gradients. rkm.reference.kae_loss_and_grad is its twin.");
 }
 

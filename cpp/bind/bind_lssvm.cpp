@@ -1,5 +1,6 @@
 #include "bind/bind.hpp"
 
+#include "core/blas.hpp"
 #include "core/lssvm.hpp"
 
 namespace rkm::bind {
@@ -22,7 +23,9 @@ py::tuple lssvm_dual_fit_py(ConstMatrixRef<T> X, ConstMatrixRef<T> Y, const std:
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
     py::gil_scoped_release release;
-    s = lssvm_dual_fit<T>(X, spec, Y, eta, lam, fit_intercept, loo, threads);
+    s = with_memory_context([&] { return "fitting an LS-SVM: its kernel matrix holds " +
+                                         square_matrix_text(X.rows(), sizeof(T)); },
+                            [&] { return lssvm_dual_fit<T>(X, spec, Y, eta, lam, fit_intercept, loo, threads); });
   }
   return solution_tuple<T>(std::move(s), loo);
 }
@@ -35,7 +38,8 @@ py::tuple lssvm_dual_solve_py(MatrixRef<T> K, ConstMatrixRef<T> Y, double eta, d
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
     py::gil_scoped_release release;
-    s = lssvm_dual_solve<T>(K, Y, eta, lam, fit_intercept, loo, threads);
+    s = with_memory_context([&] { return "solving an LS-SVM system of " + std::to_string(K.rows()) + " samples"; },
+                            [&] { return lssvm_dual_solve<T>(K, Y, eta, lam, fit_intercept, loo, threads); });
   }
   return solution_tuple<T>(std::move(s), loo);
 }
@@ -49,13 +53,33 @@ py::tuple lssvm_dual_fit_mixed_py(ConstMatrixRef<double> X, ConstMatrixRef<doubl
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
     py::gil_scoped_release release;
-    s = lssvm_dual_fit_mixed(X, spec, Y, eta, lam, fit_intercept, threads);
+    s = with_memory_context(
+        [&] {
+          return "fitting an LS-SVM in mixed precision: its float32 factor holds " +
+                 square_matrix_text(X.rows(), sizeof(float)) + " (and a float64 fallback " +
+                 square_matrix_text(X.rows(), sizeof(double)) + ")";
+        },
+        [&] { return lssvm_dual_fit_mixed(X, spec, Y, eta, lam, fit_intercept, threads); });
   }
   return py::make_tuple(std::move(s.solution.H), std::move(s.solution.b), s.iterations);
 }
 
+// The LS-SVM's Cholesky factorization alone (tests and bench/): in panels with Ctrl-C checks, or one LAPACK call.
+template <typename T>
+int cholesky_lower_py(MatrixRef<T> A, bool in_panels) {
+  require(A.rows() == A.cols(), "A: must be square");
+  // Safe without the GIL: A is a view of a NumPy buffer the caller keeps alive.
+  py::gil_scoped_release release;
+  return in_panels ? blas::potrf_lower_interruptible<T>(A) : blas::potrf_lower<T>(A);
+}
+
 template <typename T>
 void def_lssvm(py::module_& m) {
+  m.def("_cholesky_lower", &cholesky_lower_py<T>, py::arg("A").noconvert(), py::arg("in_panels") = true,
+        "Cholesky factor of the symmetric positive definite A (C-contiguous, writeable) in place of its lower "
+        "triangle, as lssvm_dual_solve factorizes; returns LAPACK's info (0, or the first failing column). "
+        "in_panels: the panel algorithm with Ctrl-C checks (what the fits run), else one potrf call. For tests "
+        "and benchmarks.");
   m.def("lssvm_dual_fit", &lssvm_dual_fit_py<T>, py::arg("X").noconvert(), py::arg("Y").noconvert(),
         py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0, py::arg("coef0") = 1.0,
         py::arg("eta") = 1.0, py::arg("lam") = 1.0, py::arg("fit_intercept") = true, py::arg("loo") = false,

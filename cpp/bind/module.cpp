@@ -1,6 +1,6 @@
 #include "bind/bind.hpp"
 
-#include <thread>
+#include <cstdio>
 
 namespace rkm::bind {
 
@@ -12,9 +12,19 @@ int thread_count(const std::optional<int>& n_threads) {
   if (!n_threads.has_value()) return 0;
   const int value = *n_threads;
   if (value == 0) throw std::invalid_argument("n_threads: must be None, a positive count or negative (-1 = all)");
-  if (value > 0) return value;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Counts beyond the processors available are clamped to them (here and again in resolve_threads).
+  const int cores = available_cores();
+  if (value > 0) return std::min(value, cores);
   return std::max(1, cores + 1 + value);
+}
+
+std::string square_matrix_text(Eigen::Index n, std::size_t bytes_per_value) {
+  const double gib = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(bytes_per_value) /
+                     (1024.0 * 1024.0 * 1024.0);
+  char size[32];
+  std::snprintf(size, sizeof(size), "%.3g", gib);
+  return std::to_string(n) + " x " + std::to_string(n) + (bytes_per_value == 4 ? " float32" : " float64") +
+         " values (" + size + " GiB)";
 }
 
 namespace {
@@ -38,6 +48,12 @@ PYBIND11_MODULE(_core, m) {
       if (error) std::rethrow_exception(error);
     } catch (const rkm::interrupted_error&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
+    } catch (const rkm::bind::out_of_memory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const std::bad_alloc&) {  // an allocation no binding gave a context: pybind11 would say "std::bad_alloc"
+      PyErr_SetString(PyExc_MemoryError, (std::string("rkm core: out of memory (an allocation of the compiled core "
+                                                      "failed); ") + rkm::bind::memory_advice())
+                                             .c_str());
     }
   });
   rkm::set_interrupt_checker(&rkm::bind::python_interrupt_pending);

@@ -1,6 +1,8 @@
 #include "core/common.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 
 namespace rkm {
 
@@ -43,7 +45,17 @@ int thread_index() {
 #endif
 }
 
-int resolve_threads(int n_threads) { return n_threads > 0 ? n_threads : max_threads(); }
+int available_cores() {
+#ifdef RKM_HAVE_OPENMP
+  return std::max(1, omp_get_num_procs());
+#else
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+#endif
+}
+
+int resolve_threads(int n_threads) {
+  return std::clamp(n_threads > 0 ? n_threads : max_threads(), 1, available_cores());
+}
 
 ThreadGuard::ThreadGuard(int n_threads) : previous_(max_threads()), active_(resolve_threads(n_threads)) {
 #ifdef RKM_HAVE_OPENMP

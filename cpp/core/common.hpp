@@ -44,10 +44,14 @@ inline void require(bool condition, const std::string& message) {
   if (!condition) throw std::invalid_argument(message);
 }
 
-// Number of OpenMP threads to use for a request: <= 0 means OpenMP's current maximum.
+// Number of OpenMP threads to use for a request: <= 0 means OpenMP's current maximum. Never more than the
+// processors available to the process (available_cores()): OpenMP cannot create absurd teams (n_threads =
+// 100000 crashed inside libgomp) and more threads than cores only compete with each other.
 int resolve_threads(int n_threads);
 bool have_openmp();
 int max_threads();
+// The processors this process may run on (OpenMP's count, which follows the affinity mask), at least 1.
+int available_cores();
 // The calling thread's index inside an OpenMP parallel region (0 outside one or without OpenMP).
 int thread_index();
 

@@ -413,7 +413,7 @@ double ConstrainedDeepObjective::first_level(const ConstBlock& B1, Block T) cons
 }
 
 double ConstrainedDeepObjective::hidden_level(const KernelSpec& kernel, double eta, const ConstBlock& Z_raw,
-                                              const ConstBlock& B, Block T, Block G_prev) {
+                                              const ConstBlock& B, Block T, Block G_prev) const {
   if (kernel.type == KernelType::linear) return linear_level(eta, Z_raw, B, T, G_prev);
   if (kernel.type == KernelType::rbf) return rbf_level(kernel.gamma, eta, Z_raw, B, T, G_prev, threads_);
   const Index N = Z_raw.rows(), d = Z_raw.cols(), bands = band_count(N, kBandRows);
@@ -470,23 +470,39 @@ double ConstrainedDeepObjective::hidden_level(const KernelSpec& kernel, double e
 }
 
 double ConstrainedDeepObjective::evaluate(const ConstMatrixRef<double>& H, RowMatrix<double>& G) {
+  Vector<double> terms;
+  const double f = evaluate(H, G, terms);
+  const std::lock_guard<std::mutex> lock(terms_mutex_);
+  terms_ = std::move(terms);
+  return f;
+}
+
+Vector<double> ConstrainedDeepObjective::level_terms() const {
+  const std::lock_guard<std::mutex> lock(terms_mutex_);
+  return terms_;
+}
+
+double ConstrainedDeepObjective::evaluate(const ConstMatrixRef<double>& H, RowMatrix<double>& G,
+                                          Vector<double>& terms) const {
   const Index N = n_samples(), p = offsets_.back(), L = static_cast<Index>(sizes_.size());
   require(H.rows() == N && H.cols() == p, "H: must have shape (N, s_1 + ... + s_L) = " + shape(N, p) + ", got " +
                                               shape(H.rows(), H.cols()));
   require(H.allFinite(), "H: contains NaN or infinity");
-  B_ = H;
-  if (center_) B_.rowwise() -= H.colwise().mean();
-  T_.resize(N, p);
+  // B = [B_1 ... B_L] and the products T = [K_1 B_1 ... K_L B_L]: this evaluation's own (N x p each, small
+  // beside K_1), so that threads sharing the object never write each other's buffers.
+  RowMatrix<double> B = H;
+  if (center_) B.rowwise() -= H.colwise().mean();
+  RowMatrix<double> T_all(N, p);
   G.resize(N, p);
-  terms_.resize(L);
+  terms.resize(L);
   for (Index l = 0; l < L; ++l) {
     const Index o = offsets_[l], s = sizes_[l];
     const double eta = etas_[l];
-    Block T = T_.middleCols(o, s);
-    const double sum = l == 0 ? first_level(B_.middleCols(o, s), T)
+    Block T = T_all.middleCols(o, s);
+    const double sum = l == 0 ? first_level(B.middleCols(o, s), T)
                               : hidden_level(kernels_[l - 1], eta, H.middleCols(offsets_[l - 1], sizes_[l - 1]),
-                                             B_.middleCols(o, s), T, G.middleCols(offsets_[l - 1], sizes_[l - 1]));
-    terms_[l] = -sum / (2.0 * eta);
+                                             B.middleCols(o, s), T, G.middleCols(offsets_[l - 1], sizes_[l - 1]));
+    terms[l] = -sum / (2.0 * eta);
     // Level l's own gradient block -(1/eta) C^[center] T; level l + 1 adds its E_l to it next.
     if (center_) {
       G.middleCols(o, s) = (T.rowwise() - T.colwise().mean()) / -eta;
@@ -495,7 +511,7 @@ double ConstrainedDeepObjective::evaluate(const ConstMatrixRef<double>& H, RowMa
     }
   }
   double f = 0.0;
-  for (Index l = 0; l < L; ++l) f += terms_[l];
+  for (Index l = 0; l < L; ++l) f += terms[l];
   return f;
 }
 

@@ -15,6 +15,7 @@
 #include "core/kernels.hpp"
 #include "core/stiefel.hpp"
 
+#include <mutex>
 #include <vector>
 
 namespace rkm {
@@ -31,11 +32,15 @@ class ConstrainedDeepObjective : public StiefelObjective {
   // f(H), with the gradient written to G (resized to N x p) and the level terms kept for level_terms().
   // Throws std::invalid_argument for an H of the wrong shape or with NaN or infinity. The result does not
   // depend on the thread count: work is split in fixed bands of rows, and their partial sums are added in
-  // band order.
+  // band order. Safe to call from several threads at once on one object: every evaluation has its own
+  // buffers, so concurrent calls return exactly what serial ones do.
   double evaluate(const ConstMatrixRef<double>& H, RowMatrix<double>& G) override;
+  // The same with the level terms t_1, ..., t_L of this evaluation written to terms (which the binding returns:
+  // level_terms() may already hold another thread's).
+  double evaluate(const ConstMatrixRef<double>& H, RowMatrix<double>& G, Vector<double>& terms) const;
 
-  // t_1, ..., t_L of the last evaluation (empty before the first).
-  const Vector<double>& level_terms() const { return terms_; }
+  // t_1, ..., t_L of the last evaluation by evaluate(H, G) (empty before the first).
+  Vector<double> level_terms() const;
   Eigen::Index n_samples() const { return K1_.rows(); }
   const std::vector<Eigen::Index>& sizes() const { return sizes_; }
 
@@ -45,7 +50,7 @@ class ConstrainedDeepObjective : public StiefelObjective {
   // T = K_l B_l for a level l >= 2 with Z = H_{l-1}, and -(1/eta_l) KG_l(Z; B_l B_l^T) added to G_prev (the
   // gradient block of level l - 1); returns sum(B_l o T).
   double hidden_level(const KernelSpec& kernel, double eta, const ConstMatrixRef<double>& Z,
-                      const ConstMatrixRef<double>& B, MatrixRef<double> T, MatrixRef<double> G_prev);
+                      const ConstMatrixRef<double>& B, MatrixRef<double> T, MatrixRef<double> G_prev) const;
 
   RowMatrix<double> K1_;  // C K_1 C if center
   std::vector<KernelSpec> kernels_;
@@ -53,8 +58,8 @@ class ConstrainedDeepObjective : public StiefelObjective {
   std::vector<double> etas_;
   bool center_;
   int threads_;
+  mutable std::mutex terms_mutex_;  // guards terms_ only: evaluations share nothing else that they write
   Vector<double> terms_;
-  RowMatrix<double> B_, T_;  // B = [B_1 ... B_L] and the products K_l B_l of the current evaluation
 };
 
 }  // namespace rkm

@@ -4,6 +4,7 @@
 #include "core/vector_math.hpp"
 
 #include <cmath>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -202,6 +203,8 @@ DeepReducedSetObjective::DeepReducedSetObjective(const ConstMatrixRef<double>& K
 
 ReducedSetValue DeepReducedSetObjective::evaluate(const ConstVectorRef<double>& theta) {
   check_theta(theta, dims_);
+  // The work buffers are the object's: concurrent calls take turns.
+  const std::lock_guard<std::mutex> lock(mutex_);
   const ReducedSetDims& d = dims_;
   const Parameters P(theta.data(), d);
   const auto& etas = options_.etas;

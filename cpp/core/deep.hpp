@@ -19,6 +19,7 @@
 #include "core/kernels.hpp"
 
 #include <array>
+#include <mutex>
 
 namespace rkm {
 
@@ -58,6 +59,8 @@ class DeepReducedSetObjective {
 
   // Objective, gradient and the three level terms at theta. Non-finite values are returned as they are (the
   // optimizer's caller stops on them); throws std::invalid_argument for a wrong theta or non-positive l entries.
+  // Safe to call from several threads on one object: the evaluations take turns on the work buffers (a mutex;
+  // the bindings wait for it without the GIL), so each returns exactly what a serial call does.
   ReducedSetValue evaluate(const ConstVectorRef<double>& theta);
 
  private:
@@ -69,6 +72,7 @@ class DeepReducedSetObjective {
   // Training-set quantities of the last forward pass: Z1, Z2, the residual R, the kernel values of levels 2
   // and 3 and, for the polynomial kernel, their bases gamma z^T a + coef0.
   RowMatrix<double> Z1_, Z2_, R_, K2_, K3_, base2_, base3_;
+  std::mutex mutex_;  // held by each evaluation: the buffers above belong to one evaluation at a time
 };
 
 // Outputs and level-1/2 scores (Yhat, E1, E2) of the model at theta for kernel rows K1 = k1(X, Xr) of any X.

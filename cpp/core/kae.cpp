@@ -75,6 +75,19 @@ void check_output_gram(const ConstBlock* output_gram, const ConstBlock& X, bool 
   require((K - K.transpose()).cwiseAbs().maxCoeff() <= 1e-10 * scale, "output_gram: a Gram matrix must be symmetric");
 }
 
+// F, the outputs themselves (K_out = F F^T): the factored ridge layer.
+void check_output_features(const ConstBlock* features, const ConstBlock* output_gram, const ConstBlock& X,
+                           bool precomputed) {
+  if (features == nullptr) return;
+  require(precomputed, "output_features: only a precomputed first layer takes them, got an array");
+  require(output_gram == nullptr, "output_features: give output_gram or output_features, not both");
+  const ConstBlock& F = *features;
+  require(F.rows() == X.rows() && F.cols() >= 1,
+          "output_features: must have one row per sample (" + std::to_string(X.rows()) +
+              ") and a column or more, got shape " + shape_text(F.rows(), F.cols()));
+  require(F.allFinite(), "output_features: contains NaN or infinity");
+}
+
 void check_coefficients(const std::vector<ConstBlock>& phis, const ConstBlock& X, bool precomputed) {
   const std::size_t least = precomputed ? 1 : 2;
   require(phis.size() >= least, "phis: must hold at least " + std::to_string(least) +
@@ -145,6 +158,7 @@ void check_penalties(const std::vector<double>& penalties, std::size_t layers) {
 struct Problem {
   const ConstBlock& X;
   const ConstBlock& K_out;  // precomputed: what the ridge layer regresses onto (output_gram, or X)
+  const ConstBlock* features;  // precomputed: the outputs F with K_out = F F^T (then K_out is unused), or null
   const std::vector<ConstBlock>& phis;
   const std::vector<KernelSpec>& kernels;
   const std::vector<Matrix>& operators;
@@ -223,6 +237,11 @@ class KernelBands {
     for_each_band([&](Index r0, Index rows, std::size_t) {
       blas::gemm<double>(Op::none, Op::none, K_.middleRows(r0, rows), B, out.middleRows(r0, rows), 1.0, 0.0);
     });
+  }
+
+  // G = KG(Z; left right^T) alone (the factored ridge layer's, which has no coefficients of its own).
+  void pull_all(std::vector<BandScratch>& scratch, const Upstream& up) const {
+    for_each_band([&](Index r0, Index rows, std::size_t t) { pull(r0, rows, scratch[t], up); });
   }
 
   // dPhi = K TA and, with an upstream, its G = KG(Z; left right^T).
@@ -349,6 +368,10 @@ struct Forward {
   std::vector<Matrix> weights;  // B_l = Phi_l A_l
   std::vector<Matrix> outputs;  // X^(l) = K_l B_l, l = 1..count
   Matrix last_gram, N, C;       // K²AE's last layer: K_L, N_L and C[i, i'] = <x_i - x_i^(L), phi_{L,i'}>
+  // The factored last layer (given output features F): its kernel's bands over K_L (in last_gram), and S, R with
+  // N_L = S S^T, C = R S^T; N and C are formed only for the Jacobian recursions.
+  std::unique_ptr<KernelBands> last_bands;
+  Matrix S, R;
   Vector<double> terms;         // D, s_1, ..., s_L
   std::vector<BandScratch> scratch;
 };
@@ -427,12 +450,58 @@ double least_squares_solution(const ConstBlock& K_out, const Matrix& K_L, Matrix
   return residual.trace() / static_cast<double>(n);
 }
 
-// K²AE's last layer, solved in closed form: K_L, N_L, C and the terms D and s_L.
+// The ridge solution through the outputs F (lambda > 0): S = W^-1 F, d_out right-hand sides; N = S S^T,
+// R = n lambda S (C = R S^T); returns D = n lambda^2 ||S||_F^2.
+double factored_ridge_solution(const ConstBlock& F, const Matrix& K_L, double lambda, Matrix& S, Matrix& R) {
+  const Index n = F.rows();
+  Matrix factor = K_L;
+  factor.diagonal().array() += static_cast<double>(n) * lambda;
+  require(blas::potrf_lower<double>(factor) == 0,
+          "penalties: the last layer's ridge system K_L + n lambda_L I is not numerically positive definite; "
+          "lambda_L = " + text(lambda) + " is too small");
+  Eigen::MatrixXd solved = F;  // column-major right-hand sides
+  blas::potrs_lower<double>(factor, solved);
+  S = solved;
+  R = (static_cast<double>(n) * lambda) * S;
+  return static_cast<double>(n) * lambda * lambda * S.squaredNorm();
+}
+
+// The minimum-norm least-squares fit through F (lambda = 0): S = K_L^+ F, R = (I - P) F; returns
+// D = ||R||_F^2 / n (= Tr((I - P) F F^T) / n, I - P being an orthogonal projection).
+double factored_least_squares_solution(const ConstBlock& F, const Matrix& K_L, Matrix& S, Matrix& R) {
+  const Index n = F.rows();
+  Matrix work = K_L;
+  Vector<double> values;
+  Matrix vectors;
+  blas::syevd<double>(work, values, vectors);  // ascending
+  const double cutoff =
+      std::max(values[n - 1], 0.0) * static_cast<double>(n) * std::numeric_limits<double>::epsilon();
+  Index first = 0;
+  while (first < n && !(values[first] > cutoff)) ++first;
+  const Matrix U = vectors.rightCols(n - first);
+  const Matrix UF = product(U, Op::transpose, F, Op::none);
+  S = product(U, Op::none, values.tail(n - first).cwiseInverse().asDiagonal() * UF, Op::none);
+  R = F;
+  blas::gemm<double>(Op::none, Op::none, U, UF, R, -1.0, 1.0);
+  return R.squaredNorm() / static_cast<double>(n);
+}
+
+// K²AE's last layer, solved in closed form: K_L, N_L, C (or their factors S, R) and the terms D and s_L.
 void ridge_layer(const Problem& p, Forward& f) {
   const Index n = p.n();
   const double lambda = p.penalties.back();
   f.last_gram.resize(n, n);
-  layer_kernel(f.outputs.back(), p.kernels.back(), false, f.last_gram.data(), p.threads);  // fills last_gram
+  // fills last_gram
+  auto bands = layer_kernel(f.outputs.back(), p.kernels.back(), false, f.last_gram.data(), p.threads);
+  if (p.features != nullptr) {
+    f.terms[0] = lambda > 0 ? factored_ridge_solution(*p.features, f.last_gram, lambda, f.S, f.R)
+                            : factored_least_squares_solution(*p.features, f.last_gram, f.S, f.R);
+    Matrix KS(n, f.S.cols());
+    bands->multiply(f.S, KS);
+    f.terms[p.count() + 1] = f.S.cwiseProduct(KS).sum();  // Tr(K_L S S^T)
+    f.last_bands = std::move(bands);
+    return;
+  }
   f.terms[0] = lambda > 0 ? ridge_solution(p.K_out, f.last_gram, lambda, f.N, f.C)
                           : least_squares_solution(p.K_out, f.last_gram, f.N, f.C);
   f.terms[p.count() + 1] = f.last_gram.cwiseProduct(f.N).sum();
@@ -487,7 +556,19 @@ Matrix kernel_backward(const ConstBlock& Z, const Matrix& P, const KernelSpec& s
 std::vector<Matrix> adjoint(const Problem& p, Forward& f) {
   const Index n = p.n(), count = p.count();
   Matrix G;  // dloss/dX^(l) for the layer l at hand, through the layers above it
-  if (p.precomputed) {
+  if (p.precomputed && p.features != nullptr) {
+    // M = -(2/n) R S^T + lambda S S^T = Q S^T: M + M^T = [Q S] [S Q]^T through the kernel's bands.
+    const Matrix Q = (-2.0 / static_cast<double>(n)) * f.R + p.penalties.back() * f.S;
+    if (!Q.allFinite()) throw Overflow{};
+    const Index d = f.S.cols();
+    Matrix left(n, 2 * d), right_t(2 * d, n);
+    left << Q, f.S;
+    right_t << f.S.transpose(), Q.transpose();
+    G.resize(n, f.outputs.back().cols());
+    const Upstream up{left, right_t, G};
+    f.last_bands->pull_all(f.scratch, up);
+    if (!G.allFinite()) throw Overflow{};
+  } else if (p.precomputed) {
     const Matrix M = (-2.0 / static_cast<double>(n)) * f.C + p.penalties.back() * f.N;
     G = kernel_backward(f.outputs.back(), M + M.transpose(), p.kernels.back(), p.threads);
   } else {
@@ -605,7 +686,12 @@ Recursion recursion(const Problem& p, const Forward& f) {
   if (p.precomputed) {
     const ConstBlock Z = f.outputs.back();
     const FirstArgumentGradients g = first_argument_gradients(Z, f.last_gram, p.kernels.back());
-    const Matrix W = (-2.0 / static_cast<double>(n)) * (f.C + f.C.transpose()) + (2.0 * p.penalties.back()) * f.N;
+    Matrix N = f.N, C = f.C;
+    if (p.features != nullptr) {  // the factored layer: N = S S^T, C = R S^T
+      N = product(f.S, Op::none, f.S, Op::transpose);
+      C = product(f.R, Op::none, f.S, Op::transpose);
+    }
+    const Matrix W = (-2.0 / static_cast<double>(n)) * (C + C.transpose()) + (2.0 * p.penalties.back()) * N;
     r.last_t = contracted_gradients(W, g, Z).transpose();
   } else {
     r.last_t = ((-2.0 / static_cast<double>(n)) * (p.X - f.outputs.back())).transpose();
@@ -748,15 +834,17 @@ KaeGradient parse_kae_gradient(const std::string& name) {
 KaeResult kae_loss_and_grad(const ConstMatrixRef<double>& X, const std::vector<ConstMatrixRef<double>>& phis,
                             const std::vector<KernelSpec>& kernels, const std::vector<RowMatrix<double>>& operators,
                             const std::vector<double>& penalties, bool precomputed, KaeGradient method,
-                            int n_threads, const ConstMatrixRef<double>* output_gram) {
+                            int n_threads, const ConstMatrixRef<double>* output_gram,
+                            const ConstMatrixRef<double>* output_features) {
   check_data(X, precomputed);
   check_output_gram(output_gram, X, precomputed);
+  check_output_features(output_features, output_gram, X, precomputed);
   check_coefficients(phis, X, precomputed);
   check_kernels(kernels, phis.size());
   check_operators(operators, phis);
   check_penalties(penalties, phis.size() + (precomputed ? 1 : 0));
-  const Problem p{X, output_gram != nullptr ? *output_gram : X, phis, kernels, operators, penalties, precomputed,
-                  resolve_threads(n_threads)};
+  const Problem p{X, output_gram != nullptr ? *output_gram : X, output_features, phis, kernels, operators, penalties,
+                  precomputed, resolve_threads(n_threads)};
   KaeResult result;
   try {
     Forward f = forward(p);

@@ -136,9 +136,10 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
 Index kernel_product_workspace_bytes(Index n_rows, Index n_columns, Index n_features, Index b, int n_threads,
                                      bool symmetric) {
   const Index samples = symmetric ? n_rows : n_rows + n_columns;
+  const Index threads = resolve_threads(n_threads);  // the team kernel_product runs: clamped to the cores
   const Index doubles = samples * (n_features + 1) + n_columns * b  // X, Z with their norms, and B in double
-                        + (n_threads + 1) * n_rows * b              // accumulators and their sum
-                        + n_threads * kTile * kTile;                // tiles
+                        + (threads + 1) * n_rows * b                // accumulators and their sum
+                        + threads * kTile * kTile;                  // tiles
   return 8 * doubles;
 }
 

@@ -42,7 +42,7 @@ std::string format_number(double value) {
 
 template <typename T>
 void factorize(MatrixRef<T> A, double lam) {
-  const int info = blas::potrf_lower<T>(A);
+  const int info = blas::potrf_lower_interruptible<T>(A);  // Ctrl-C between its panels
   require(info == 0, "lam: (1/eta) K + lam I is not numerically positive definite (the Cholesky factorization "
                      "failed at column " + std::to_string(info) + " of " + std::to_string(A.rows()) +
                      ") for lam = " + format_number(lam) +
@@ -218,7 +218,7 @@ LSSVMDualSolution<T> lssvm_dual_solve(MatrixRef<T> K, const ConstMatrixRef<T>& Y
   const double ones_v = apply_schur_bias<T>(solved, p, fit_intercept, out);
   if (loo) {
     throw_if_interrupted();
-    blas::trtri_lower<T>(K);
+    blas::trtri_lower_interruptible<T>(K);  // Ctrl-C between its block columns
     Vector<double> diagonal = inverse_diagonal<T>(K);
     if (fit_intercept) diagonal -= solved.col(p).template cast<double>().cwiseAbs2() / ones_v;
     out.loo_residuals = (out.H.template cast<double>().array().colwise() / diagonal.array()).template cast<T>();
@@ -249,7 +249,7 @@ LSSVMRefinedSolution<double> lssvm_dual_fit_mixed(const ConstMatrixRef<double>& 
       scale_and_shift<float>(L, eta, lam, threads);
       const double a_norm = infinity_norm_lower<float>(L);
       throw_if_interrupted();
-      if (blas::potrf_lower<float>(L) == 0)
+      if (blas::potrf_lower_interruptible<float>(L) == 0)
         iterations = MixedRefinement(X, spec, L, eta, lam, a_norm, threads).solve(rhs, solved);
     }
   }  // the float32 factor is freed before a float64 fallback allocates its own

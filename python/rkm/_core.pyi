@@ -232,4 +232,5 @@ def kae_loss_and_grad(
     method: str = ...,
     n_threads: int | None = ...,
     output_gram: npt.ArrayLike | None = ...,
+    output_features: npt.ArrayLike | None = ...,
 ) -> tuple[float, list[_Array64], _Array64]: ...

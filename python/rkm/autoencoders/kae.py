@@ -250,7 +250,9 @@ class _Setup:
     sizes are d_0..d_L (None for an RKHS); specs the L layer kernels (the first ("precomputed", None, None, None)
     for K²AE); operators one per layer with coefficients. With `solved` the last layer is the kernel ridge
     regression of eq. 13, done inside every evaluation: the core then takes the first layer's Gram matrix (K_in,
-    or k_1(X, X)) and the outputs' inner products (K_in, or X X^T), and the optimizer sees Phi_1..Phi_{L-1}."""
+    or k_1(X, X)) and the outputs (K²AE: their inner products K_in; a finite-dimensional KAE: X itself, so that the
+    core solves for X's d_0 columns rather than an n x n right-hand side), and the optimizer sees
+    Phi_1..Phi_{L-1}."""
 
     X: np.ndarray
     sizes: list
@@ -264,13 +266,13 @@ class _Setup:
     def __post_init__(self):
         self.n_optimized = len(self.sizes) - 2 if self.solved else len(self.sizes) - 1
         self.scale = _objective_scale(self.X, self.precomputed)
-        self.core_input, self.output_gram = self.X, None
+        self.core_input, self.output_features = self.X, None
         if self.solved and not self.precomputed:
             name, gamma, degree, coef0 = self.specs[0]
             self.core_input = kernel_matrix(
                 self.X, kernel=name, gamma=gamma, degree=degree, coef0=coef0, n_threads=self.n_threads
             )
-            self.output_gram = self.X @ self.X.T
+            self.output_features = self.X
 
     def evaluate(self, coefficients, gradient):
         """(loss, grads, terms) of the optimized coefficients from the core."""
@@ -286,7 +288,7 @@ class _Setup:
                 self.solved,
                 gradient,
                 self.n_threads,
-                self.output_gram,
+                output_features=self.output_features,
             )
 
 

@@ -12,10 +12,14 @@ Theorem 6). With X^(0) = X::
 K²AE (``precomputed=True``, §2.5, §4.3): X is the first layer's Gram matrix K_1 (for K²AE the input Gram matrix
 K_in) and the last layer, with A_L = I, is the kernel ridge regression of eq. 13 onto outputs whose inner products
 are ``output_gram`` (default: X itself, K²AE's K_in; X0 X0^T for a finite-dimensional KAE whose last layer is
-solved rather than learned). It is solved at every evaluation (the loss is minimised over Phi_L, whose entries are
+solved rather than learned; or, given those outputs F themselves as ``output_features``, K_out = F F^T). It is
+solved at every evaluation (the loss is minimised over Phi_L, whose entries are
 never formed): with W = K_L + n lambda_L I and N_L = W^-1 K_out W^-1 (eq. 54), D = n lambda_L^2 Tr(N_L) and
 s_L = Tr(K_L N_L). For lambda_L = 0 the minimum-norm least-squares fit takes its place (K_L^+ from the eigenvalues of
-K_L above max * n * eps, P = K_L K_L^+, N_L = K_L^+ K_out K_L^+, D = Tr((I - P) K_out) / n).
+K_L above max * n * eps, P = K_L K_L^+, N_L = K_L^+ K_out K_L^+, D = Tr((I - P) K_out) / n). With ``output_features`` the
+solve takes F's d_out columns as right-hand sides instead of K_out's n: S = W^-1 F, N_L = S S^T (lambda_L = 0:
+S = K_L^+ F), C = R S^T with R = n lambda_L S (lambda_L = 0: R = (I - P) F) and D = n lambda_L^2 ||S||^2
+(lambda_L = 0: ||R||^2 / n).
 
 Gradients
 ---------
@@ -68,13 +72,25 @@ def _gram(K, name, n_samples=None):
     return np.asarray(K, dtype=np.float64)
 
 
-def _inputs(X, precomputed, output_gram):
+def _inputs(X, precomputed, output_gram, output_features):
+    """(X, K_out or None, F or None): what the last layer regresses onto, as a Gram matrix or as features."""
     if not precomputed:
         if output_gram is not None:
             raise ValueError("output_gram: only a precomputed first layer takes one, got an array")
-        return np.asarray(real_matrix(X, "X", min_rows=2), dtype=np.float64), None
+        if output_features is not None:
+            raise ValueError("output_features: only a precomputed first layer takes them, got an array")
+        return np.asarray(real_matrix(X, "X", min_rows=2), dtype=np.float64), None, None
     X = _gram(X, "X")
-    return X, X if output_gram is None else _gram(output_gram, "output_gram", X.shape[0])
+    if output_features is None:
+        return X, X if output_gram is None else _gram(output_gram, "output_gram", X.shape[0]), None
+    if output_gram is not None:
+        raise ValueError("output_features: give output_gram or output_features, not both")
+    F = np.asarray(real_matrix(output_features, "output_features"), dtype=np.float64)
+    if F.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"output_features: must have one row per sample ({X.shape[0]}) and a column or more, got shape {F.shape}"
+        )
+    return X, None, F
 
 
 def _coefficients(phis, n_samples, n_outputs, precomputed):
@@ -104,12 +120,14 @@ def _operator(A, size, index):
     return A
 
 
-def _problem(X, phis, kernels, operators, penalties, precomputed, method, output_gram):
+def _problem(X, phis, kernels, operators, penalties, precomputed, method, output_gram, output_features=None):
     if method not in _METHODS:
         raise ValueError(f"method: must be one of {', '.join(_METHODS)}, got {method!r}")
     if not isinstance(precomputed, (bool, np.bool_)):
         raise ValueError(f"precomputed: must be True or False, got {precomputed!r}")
-    X, output_gram = _inputs(X, precomputed, output_gram)
+    X, output_gram, output_features = _inputs(X, precomputed, output_gram, output_features)
+    if output_features is not None:
+        output_gram = _Features(output_features)
     phis = _coefficients(phis, X.shape[0], None if precomputed else X.shape[1], precomputed)
     count = len(phis)
     kernels = [
@@ -137,9 +155,20 @@ def _times(B, A):
     return B if A is None else B @ A
 
 
+class _Features:
+    """The outputs F of a finite-dimensional last layer (K_out = F F^T), solved through F's columns."""
+
+    def __init__(self, F):
+        self.F = F
+
+
 def _ridge_layer(K_L, K_out, penalty):
-    """N_L and C of the K²AE's last layer (eq. 54 and the quantity of eq. 14), with its distortion."""
+    """N_L and C of the K²AE's last layer (eq. 54 and the quantity of eq. 14), with its distortion.
+
+    K_out is a Gram matrix, or _Features: then the solves take F's d_out columns as right-hand sides (S = W^-1 F)
+    rather than K_out's n, and N_L = S S^T, C = R S^T."""
     n = K_L.shape[0]
+    features = K_out.F if isinstance(K_out, _Features) else None
     if penalty > 0:
         try:
             factor = linalg.cho_factor(K_L + n * penalty * np.eye(n))
@@ -148,12 +177,21 @@ def _ridge_layer(K_L, K_out, penalty):
                 "penalties: the last layer's ridge system K_L + n lambda_L I is not positive definite "
                 "(K_L indefinite); use a larger lambda_L"
             ) from None
+        if features is not None:
+            S = linalg.cho_solve(factor, features)
+            N = S @ S.T
+            return N, n * penalty * N, n * penalty**2 * np.sum(S**2)
         N = linalg.cho_solve(factor, linalg.cho_solve(factor, K_out).T)
         N = 0.5 * (N + N.T)
         return N, n * penalty * N, n * penalty**2 * np.trace(N)
     values, vectors = np.linalg.eigh(K_L)
     kept = values > max(values[-1], 0.0) * n * np.finfo(np.float64).eps
     U = vectors[:, kept]
+    if features is not None:
+        UF = U.T @ features
+        S = U @ (UF / values[kept, None])  # K_L^+ F
+        R = features - U @ UF  # (I - P) F
+        return S @ S.T, R @ S.T, np.sum(R**2) / n
     pinv = (U / values[kept]) @ U.T
     residual = K_out - U @ (U.T @ K_out)  # (I - P) K_out
     return pinv @ K_out @ pinv, residual @ pinv, np.trace(residual) / n
@@ -267,7 +305,16 @@ def _jacobian(X, phis, kernels, operators, penalties, output_gram, precomputed, 
 
 
 def kae_loss_and_grad(
-    X, phis, kernels, operators, penalties, precomputed=False, method="adjoint", n_threads=None, output_gram=None
+    X,
+    phis,
+    kernels,
+    operators,
+    penalties,
+    precomputed=False,
+    method="adjoint",
+    n_threads=None,
+    output_gram=None,
+    output_features=None,
 ):
     """Loss of a kernel autoencoder (eq. 4; eq. 5 for K²AE) and its gradient with respect to the coefficients.
 
@@ -289,6 +336,10 @@ def kae_loss_and_grad(
         BLAS threads for the call.
     output_gram : array-like of shape (n, n) or None
         With `precomputed`: the inner products of the outputs the last layer regresses onto (None: X).
+    output_features : array-like of shape (n, d_out) or None
+        With `precomputed`, instead of `output_gram`: the outputs F themselves (output_gram = F F^T), e.g. the data
+        X of a finite-dimensional KAE whose last layer is solved; the ridge layer then solves for F's d_out columns
+        rather than n (the same loss and gradient, much faster for d_out << n).
 
     Returns
     -------
@@ -298,7 +349,7 @@ def kae_loss_and_grad(
         The distortion D and the unweighted squared norms ||f_l||^2.
     """
     check_n_threads(n_threads)
-    problem = _problem(X, phis, kernels, operators, penalties, precomputed, method, output_gram)
+    problem = _problem(X, phis, kernels, operators, penalties, precomputed, method, output_gram, output_features)
     with blas_threads(n_threads):
         reps, grams, last, terms = _forward(*problem, bool(precomputed))
         gradient = _adjoint if method == "adjoint" else _jacobian
