@@ -148,21 +148,19 @@ def _functions():
         "stiefel.feasibility": lambda X: stiefel.feasibility(X),
         "stiefel.riemannian_gradient": lambda X: stiefel.riemannian_gradient(stiefel.project(good), X),
         "stiefel.minimize": lambda X: (
-            stiefel.minimize(
-                lambda H: (-0.5 * np.sum(H * (X @ H)), -(X @ H)), stiefel.project(good[:3, :2]), max_iter=50
-            ).x
+            stiefel.minimize(_trace_objective(X), stiefel.project(good[:, :2]), max_iter=50).x
         ),
-        "preimage.kernel_smoother": lambda X: preimage.kernel_smoother(X, good, 3),
+        "preimage.kernel_smoother": lambda X: preimage.kernel_smoother(X, good[:D], 2),
         "preimage.gaussian_fixed_point": lambda X: preimage.gaussian_fixed_point(
-            np.ones((2, N)) / N, good, 0.5, X, max_iter=20
-        ),
+            np.ones((2, N)) / N, X, 0.5, good[:2], max_iter=20
+        )[0],
         "features.renyi_entropy": lambda X: features.renyi_entropy(X),
     }
 
 
 def _trace_objective(X):
-    """-1/2 Tr(H^T A H) with A = X^T X / n (d x d), the Stiefel engine's model problem, and its gradient."""
-    A = np.asarray(X).T @ np.asarray(X) / len(X)
+    """-1/2 Tr(H^T A H) with A = X X^T (n x n), the Stiefel engine's model problem, and its gradient."""
+    A = np.asarray(X) @ np.asarray(X).T
     return lambda H: (-0.5 * float(np.sum(H * (A @ H))), -(A @ H))
 
 
@@ -282,7 +280,7 @@ def scenarios():
         for dtype in ("float64", "float32"):
             X, y, labels = _good(dtype)
             data = _gram_cases(X) if kind == "precomputed" else _data_cases(X)
-            listed += [(name, "fit", case, dtype) for case in data]
+            listed += [(name, "fit", case, dtype) for case in data if (name, case) not in _SCALES_PAST_MEMORY]
             listed += [(name, "output", case, dtype) for case in data]
             listed.append((name, "output", "wrong width", dtype))
             if kind in ("regressor", "classifier"):
@@ -303,8 +301,16 @@ def scenarios():
     return listed
 
 
+# Kernel PCA without a stored kernel is exact at any N (kernel_storage="auto" goes matrix-free where the matrix
+# cannot fit), and the kernel pmf sums kernel rows without storing them: on the 400 000-sample case they rightly
+# run for hours (1.6e11 kernel values) instead of refusing, so that case is not a fit scenario for them (the Krylov path's Ctrl-C checks are tested in tests/test_kpca.py).
+_SCALES_PAST_MEMORY = {
+    (name, "cannot fit in memory")
+    for name in ("KernelPCA", "KernelPCA[krylov]", "KernelPCA[matrix_free]", "KernelPMF", "KernelPMF[laplacian]")
+}
+
 _VIEW_CASES = ("one view", "not a list", "views of different lengths", "empty list", "view nan", "view sparse")
-_STEP_CASES = ("steps -1", "steps 0", "steps 1.5", "steps '3'", "steps 1e9", "steps None")
+_STEP_CASES = ("steps -1", "steps 0", "steps 1.5", "steps '3'", "steps 1e12", "steps None")
 
 
 # -------------------------------------------------------------------------------------------- running one
@@ -392,7 +398,9 @@ def _run_estimator(name, group, case, dtype):
         cases = _gram_cases(_good(dtype)[0]) if kind == "precomputed" else _data_cases(adapter.X)
         X = cases[case]()
         fitted = adapter.fit(estimator, X)
-        return adapter.output(fitted, X)
+        # A model fitted on the 400 000 rows is asked about the small data: its output on all of them would be
+        # a legitimately long O(N^2) computation (a density of 400 000 points at 400 000 points).
+        return adapter.output(fitted, None if case == "cannot fit in memory" else X)
     if group == "hyperparameter":
         parameter, label = case.split("=", 1)
         estimator.set_params(**{parameter: BAD_VALUES[label]})
@@ -410,7 +418,7 @@ def _run_estimator(name, group, case, dtype):
     if group == "views":
         return _view_case(factory(), adapter, case)
     if group == "steps":
-        steps = {"steps -1": -1, "steps 0": 0, "steps 1.5": 1.5, "steps '3'": "3", "steps 1e9": 10**9}
+        steps = {"steps -1": -1, "steps 0": 0, "steps 1.5": 1.5, "steps '3'": "3", "steps 1e12": 10**12}
         return fitted.predict(steps.get(case))
     if group == "threads":
         serial = adapter.output(fitted)

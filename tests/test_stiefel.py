@@ -346,3 +346,13 @@ def test_penalty_outer_cap_names_the_failed_test():
     result = stiefel.minimize(fun, H0, "penalty", 1e-6, 100000, options={"max_outer": 1})
     assert result.status == "max_outer" and result.n_outer == 1
     assert "max_outer = 1" in result.message and "feasibility" in result.message and "> outer_tol" in result.message
+
+
+def test_the_public_helpers_refuse_non_finite_and_overflowing_input():
+    H = stiefel.random_point(6, 2, random_state=0)
+    with pytest.raises(ValueError, match="G: must be finite"):
+        stiefel.riemannian_gradient(H, np.full((6, 2), np.nan))
+    with pytest.raises(ValueError, match="overflows"):
+        stiefel.riemannian_gradient(H * 1e160, np.ones((6, 2)) * 1e160)
+    with pytest.raises(ValueError, match="H: H\\^T H overflows"):
+        stiefel.feasibility(H * 1e200)

@@ -291,7 +291,11 @@ def feasibility(H):
     float
     """
     H = _check_points(H, "H")
-    return float(np.linalg.norm(H.T @ H - np.eye(H.shape[1])))
+    with np.errstate(over="ignore", invalid="ignore"):
+        distance = float(np.linalg.norm(H.T @ H - np.eye(H.shape[1])))
+    if not np.isfinite(distance):
+        raise ValueError("H: H^T H overflows float64; its entries are far too large for a point of the manifold")
+    return distance
 
 
 def riemannian_gradient(H, G):
@@ -310,9 +314,20 @@ def riemannian_gradient(H, G):
         Tangent at H; its Frobenius norm is the ``grad_norm`` of :func:`minimize`.
     """
     H = _check_points(H, "H")
-    G = np.asarray(G, dtype=np.float64)
+    G = np.asarray(G)
     if G.shape != H.shape:
         raise ValueError(f"G: must have the shape of H {H.shape}, got {G.shape}")
+    if G.dtype.kind not in "biuf" or not np.all(np.isfinite(G)):
+        raise ValueError("G: must be finite real numbers")
+    with np.errstate(over="ignore", invalid="ignore"):
+        tangent = _tangent(H, G.astype(np.float64))
+    if not np.all(np.isfinite(tangent)):
+        raise ValueError("H, G: the Riemannian gradient overflows float64; scale the objective or the point")
+    return tangent
+
+
+def _tangent(H, G):
+    """G - H sym(H^T G), unchecked (the optimizers' inner loops)."""
     HtG = H.T @ G
     return G - H @ ((HtG + HtG.T) / 2)
 
@@ -695,7 +710,7 @@ def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
     if not (np.isfinite(f) and np.all(np.isfinite(G))):
         raise ValueError("fun: not finite at H0")
     H, mu, tau, nit, n_outer = H0, o["mu0"], o["tau0"], 0, 0
-    history = {"fun": [f], "grad_norm": [float(np.linalg.norm(riemannian_gradient(H0, G)))]}
+    history = {"fun": [f], "grad_norm": [float(np.linalg.norm(_tangent(H0, G)))]}
     status, message, why, stalled, lowest = "max_iter", "", "", 0, np.inf
     unpolished, grad_norm = float(np.linalg.norm(H0.T @ H0 - np.eye(H0.shape[1]))), history["grad_norm"][0]
     while True:
@@ -725,7 +740,7 @@ def _penalty(fun_and_grad, H0, tol, max_iter, options, verbose):
         nit, n_outer = nit + inner_nit, n_outer + 1
         x = _polish(H) if o["polish"] else H
         f, G = objective(x)
-        grad_norm = float(np.linalg.norm(riemannian_gradient(x, G)))
+        grad_norm = float(np.linalg.norm(_tangent(x, G)))
         unpolished = float(np.linalg.norm(H.T @ H - np.eye(H.shape[1])))
         history["fun"].append(f)
         history["grad_norm"].append(grad_norm)
