@@ -10,8 +10,15 @@ from rkm._utils.config import show_config
 from rkm.autoencoders import KernelAutoencoder
 from rkm.deep import ConstrainedDeepRKM, DeepRKM, DeepRKMClassifier, DeepRKMRegressor
 from rkm.multiview import MultiViewRKM, RKMForecaster
-from rkm.shallow import KernelPCA, KernelPMF, KernelSVD, LSSVMClassifier, LSSVMRegressor
-from rkm.shallow import LSSVMClassifierCV, LSSVMRegressorCV
+from rkm.shallow import (
+    KernelPCA,
+    KernelPMF,
+    KernelSVD,
+    LSSVMClassifier,
+    LSSVMClassifierCV,
+    LSSVMRegressor,
+    LSSVMRegressorCV,
+)
 
 __version__ = _core.__version__
 
