@@ -1,5 +1,6 @@
 """Tests of rkm.metrics: loop-based oracles, known answers, invariances and bad input."""
 
+import functools
 import math
 from collections import Counter
 
@@ -332,11 +333,160 @@ def test_float_and_bool_factors_are_discrete_labels():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# DCI with regressors (Eastwood & Williams' qedr set-up).
+
+
+def continuous_factors(n_samples=600, n_factors=2, seed=10):
+    """Independent uniform factors in [0, 1], continuous (every value distinct)."""
+    return np.random.default_rng(seed).uniform(size=(n_samples, n_factors))
+
+
+def standardized_split(array, random_state=0, test_size=1 / 3):
+    """The training and test rows of `array` standardized with the training rows' mean and standard deviation."""
+    train, test = metrics._split(len(array), test_size, np.random.RandomState(random_state))
+    mean, std = array[train].mean(axis=0), array[train].std(axis=0)
+    return (array[train] - mean) / std, (array[test] - mean) / std
+
+
+def qedr_lasso_oracle(codes, factors, alpha=0.02):
+    """DCI as Eastwood & Williams' notebook computes it: one Lasso per standardized factor, R = |coef|, entropies
+    in base n of R's normalized columns and rows, disentanglement weighted by the codes' shares, completeness the
+    plain mean, informativeness the mean test NRMSE (RMSE over the test targets' standard deviation)."""
+    from sklearn.linear_model import Lasso
+
+    codes_train, codes_test = standardized_split(codes)
+    factors_train, factors_test = standardized_split(factors)
+    columns, errors = [], []
+    for k in range(factors.shape[1]):
+        model = Lasso(alpha=alpha).fit(codes_train, factors_train[:, k])
+        columns.append(np.abs(model.coef_))
+        residual = model.predict(codes_test) - factors_test[:, k]
+        errors.append(math.sqrt(np.mean(residual**2)) / np.std(factors_test[:, k]))
+    R = np.column_stack(columns)
+
+    def one_minus_entropy(p):
+        p = p / p.sum()
+        return 1 - sum(-q * math.log(q) for q in p if q > 0) / math.log(len(p))
+
+    disentanglement = sum(one_minus_entropy(row) * row.sum() / R.sum() for row in R)
+    completeness = sum(one_minus_entropy(column) for column in R.T) / R.shape[1]
+    return disentanglement, completeness, sum(errors) / len(errors)
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+def test_lasso_dci_matches_qedr_oracle(seed):
+    # A partial mix: code 0 is factor 0, code 1 mixes both factors, code 2 is factor 2 plus noise.
+    factors = continuous_factors(500, 3, seed=seed)
+    noise = np.random.default_rng(seed + 100).normal(size=500)
+    codes = np.column_stack([factors[:, 0], factors[:, 0] + factors[:, 1], factors[:, 2] + 0.3 * noise])
+    expected = qedr_lasso_oracle(codes, factors)
+    assert all(value > 0 for value in expected[:2])  # every entropy term is defined (no zero in R)
+    np.testing.assert_allclose(metrics.dci(codes, factors, estimator="lasso"), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_lasso_dci_of_factors_is_one_with_the_lasso_shrinkage_as_error():
+    # Each code an affine map of one factor: standardized, factor k is code k exactly. The Lasso's coefficient is
+    # then 1 - alpha = 0.98 on its own code and 0 elsewhere (the other codes' correlation with the residual
+    # 0.02 code_k stays below alpha), so D = C = 1 (up to the 1e-11 smoothing) and the test error is
+    # 0.02 code_k: NRMSE_k = 0.02 sqrt(mean(code_k^2)) / std(code_k) over the test split.
+    factors = continuous_factors()
+    codes = factors[:, ::-1] * np.array([3.0, -0.5]) + np.array([1.0, 7.0])
+    d, c, i = metrics.dci(codes, factors, estimator="lasso")
+    assert d == pytest.approx(1.0, abs=1e-9) and c == pytest.approx(1.0, abs=1e-9)
+    _, test_factors = standardized_split(factors)
+    expected = np.mean(0.02 * np.sqrt(np.mean(test_factors**2, axis=0)) / test_factors.std(axis=0))
+    assert i == pytest.approx(expected, rel=1e-6)
+
+
+def test_lasso_dci_of_mixed_codes_is_low():
+    # Codes (f0 + f1, f0 - f1) on the full 32 x 32 grid of positions: every factor weighs both codes equally, so
+    # every row and column of R is (nearly) uniform. Measured: D 2e-5, C 2e-5 (the split breaks the exact balance),
+    # prediction still near exact (the Lasso's shrinkage only).
+    x, y = np.meshgrid(np.linspace(0, 1, 32), np.linspace(0, 1, 32))
+    factors = np.column_stack([x.ravel(), y.ravel()])
+    mixed = factors @ np.array([[1.0, 1.0], [1.0, -1.0]])
+    d, c, i = metrics.dci(mixed, factors, estimator="lasso")
+    assert d < 0.01 and c < 0.01 and i < 0.05
+    # Half mixed (code 1 = f0 + f1): lower than the disentangled codes, higher than the full mix.
+    d_half, c_half, _ = metrics.dci(np.column_stack([factors[:, 0], factors.sum(axis=1)]), factors, estimator="lasso")
+    assert 0.1 < d_half < 0.9 and 0.1 < c_half < 0.9
+
+
+def test_regressor_dci_of_noise():
+    # Codes that carry nothing: the predictions are about the test mean, NRMSE about 1 (measured 0.9999 Lasso,
+    # 1.006 forest). The Lasso keeps only the codes whose chance correlation passes alpha, so its D and C are
+    # whatever those few coefficients give (measured 0.54, 0.49: a caveat of the Lasso form, not tested); the
+    # forest spreads its importance over all codes: measured D 0.23, C 0.14.
+    factors = continuous_factors()
+    noise = np.random.default_rng(12).normal(size=(len(factors), 4))
+    for estimator in ("lasso", "random_forest_regressor"):
+        _, _, i = metrics.dci(noise, factors, estimator=estimator)
+        assert 0.99 < i < 1.15
+    d, c, _ = metrics.dci(noise, factors, estimator="random_forest_regressor")
+    assert d < 0.35 and c < 0.35
+
+
+def test_forest_regressor_dci_of_factors_plus_noise_codes():
+    # Unlike RandomForestClassifier's sqrt(n_codes) candidates per split, the regressor tries every code, so a
+    # code that is the factor wins every split: D and C near 1 even beside pure-noise codes (measured 0.9994, 0.9991,
+    # NRMSE 0.009).
+    factors = continuous_factors()
+    noise = np.random.default_rng(13).normal(size=(len(factors), 3))
+    d, c, i = metrics.dci(np.column_stack([factors, noise]), factors, estimator="random_forest_regressor")
+    assert d > 0.99 and c > 0.99 and i < 0.05
+
+
+def test_forest_depth_is_chosen_on_validation():
+    # A noisy step of code 0 (signal-to-noise 1/4 in variance): a stump fits the step, deeper trees fit the noise,
+    # and the validation quarter picks depth 1 (measured for noise seeds 0-4). A smooth factor (the code itself)
+    # needs the deepest trees.
+    codes = continuous_factors(400, 2, seed=14)
+    noisy_step = (codes[:, 0] > 0.5) + np.random.default_rng(0).normal(size=400)
+    assert metrics._forest_depth(codes, noisy_step, np.random.RandomState(0)) == 1
+    assert metrics._forest_depth(codes, codes[:, 0], np.random.RandomState(0)) == max(metrics._FOREST_DEPTHS)
+
+
+@pytest.mark.parametrize("estimator", ["lasso", "random_forest_regressor"])
+def test_regressor_dci_takes_continuous_factors_in_any_units(estimator):
+    factors = continuous_factors()
+    codes = noisy_codes(factors)
+    scores = metrics.dci(codes, factors, estimator=estimator)
+    # Factors are standardized on the training split: their units do not matter; a constant factor is left out.
+    rescaled = np.column_stack([factors[:, 0] * 1e3 - 5.0, np.full(len(factors), 2.0), factors[:, 1] * 1e-3])
+    np.testing.assert_allclose(metrics.dci(codes, rescaled, estimator=estimator), scores, rtol=1e-7, atol=1e-9)
+    assert scores == metrics.dci(codes, factors, estimator=estimator)  # deterministic for the default seed
+
+
+def test_regressor_dci_of_constant_codes():
+    # No importance at all: every code and factor weighs the same, the uniform smoothing gives D = C = 0, and the
+    # prediction is the training mean (NRMSE >= 1).
+    factors = continuous_factors()
+    for estimator in ("lasso", "random_forest_regressor"):
+        d, c, i = metrics.dci(np.zeros((len(factors), 3)), factors, estimator=estimator)
+        assert d == pytest.approx(0, abs=1e-9) and c == pytest.approx(0, abs=1e-9) and i >= 1.0
+
+
+def test_regressor_dci_with_a_factor_constant_on_the_test_split():
+    # Factor 1 varies only on training rows: its error is normalized by its spread over all samples.
+    factors = continuous_factors(60, 2)
+    _, test = metrics._split(60, 1 / 3, np.random.RandomState(0))
+    factors[test, 1] = 0.5
+    d, c, i = metrics.dci(factors, factors, estimator="lasso")
+    assert np.isfinite(i) and d > 0.99
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Bad input.
 
 GOOD_CODES = np.random.default_rng(7).normal(size=(40, 3))
 GOOD_FACTORS = np.arange(40).reshape(-1, 1) % 4
-ALL_METRICS = [metrics.mig, metrics.sap, metrics.irs, metrics.dci]
+ALL_METRICS = [
+    metrics.mig,
+    metrics.sap,
+    metrics.irs,
+    metrics.dci,
+    pytest.param(functools.partial(metrics.dci, estimator="lasso"), id="dci_lasso"),
+]
 
 
 def with_value(array, index, value):
@@ -410,6 +560,15 @@ def test_top_two_metrics_need_two_codes(metric):
         (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, random_state="a"), "random_state: must be None, an int"),
         (lambda: metrics.sap(GOOD_CODES, GOOD_FACTORS, continuous_factors="yes"), "continuous_factors: must be True"),
         (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="svm"), "estimator: must be one of"),
+        (lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="Lasso"), "estimator: must be one of"),
+        (
+            lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="lasso", test_size=0.0),
+            r"test_size: must be a fraction in \(0, 1\)",
+        ),
+        (
+            lambda: metrics.dci(GOOD_CODES, GOOD_FACTORS, estimator="random_forest_regressor", random_state="a"),
+            "random_state: must be None, an int",
+        ),
         (
             lambda: metrics.irs(GOOD_CODES, GOOD_FACTORS, diff_quantile=1.5),
             r"diff_quantile: must be a number in \[0, 1\]",

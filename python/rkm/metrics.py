@@ -22,7 +22,8 @@ discretization follow disentanglement_lib [1]_ (``evaluation/metrics/{mig,sap_sc
   ``P_i.`` row i of R normalized, H_K the entropy in base n_factors and ``rho_i`` the row's share of R's total;
   completeness is the same over the columns (entropy in base n_codes, weights the columns' shares);
   informativeness is the mean test accuracy of the classifiers (higher is better, as disentanglement_lib
-  reports it).
+  reports it). With ``estimator="lasso"`` or ``"random_forest_regressor"`` DCI is Eastwood & Williams' original
+  regression form (see below).
 
 disentanglement_lib samples separate training (10 000) and test (5 000) sets for SAP and DCI; here one sample is
 split at random, ``test_size`` (default 1/3, the same proportion) for testing, seeded by ``random_state`` so the
@@ -37,12 +38,32 @@ code one factor) its disentanglement is about 0.4-0.5 where boosted trees give 1
 dSprites factors as codes, 4000 samples). Compare with published DCI values only with the default
 ``estimator="gbt"``.
 
+DCI with regressors (Eastwood & Williams' own set-up)
+----------------------------------------------------
+Eastwood & Williams [5]_ (and their code, https://github.com/cianeastwood/qedr, which the generative RKM paper
+uses for its Table 2) regress every factor on the codes instead of classifying it. ``dci(..., estimator="lasso")``
+and ``dci(..., estimator="random_forest_regressor")`` do the same:
+
+- codes and factors are standardized with the training split's mean and standard deviation (qedr's
+  ``normalize``), so the factors may be continuous and their units do not matter;
+- one regressor per factor: ``Lasso(alpha=0.02)`` (importance ``|coef_|``), or
+  ``RandomForestRegressor(n_estimators=10, max_depth=d)`` (importance ``feature_importances_``) with d chosen per
+  factor from (1, 2, 3, 5, 8, 12) by the error on a validation quarter of the training split and the forest then
+  refitted on the whole training split (qedr picks d on a development split);
+- disentanglement as above; completeness is the **plain mean** over the factors of ``1 - H_{n_codes}(P_.k)``
+  (qedr's average; disentanglement_lib weighs the factors by their share of R);
+- informativeness is the mean over the factors of the normalized root mean squared error on the test split,
+  ``NRMSE_k = sqrt(mean((prediction - factor)^2)) / std(factor)``, both over the test split (qedr's ``nrmse``, a
+  ratio that the standardization does not change): 0 is a perfect prediction and 1 is no better than predicting
+  the test mean. **Lower is better**, unlike the classifiers' accuracy. A factor constant on the test split is
+  normalized by its standard deviation over all samples instead.
+
 Factors
 -------
-MIG, SAP and DCI need discrete factors: a column may hold integers or floats but at most ``max(2, n_samples // 2)``
+MIG, SAP and DCI with classifiers need discrete factors: a column may hold integers or floats but at most ``max(2, n_samples // 2)``
 distinct values (each value seen twice on average); a column with more raises a ValueError that points to
 :func:`discretize`. SAP with ``continuous_factors=True`` and IRS (which bins the factors itself) accept any real
-factors. A 1-D ``factors`` is a single factor. A constant factor column carries no information about the codes
+factors, and so does DCI with regressors. A 1-D ``factors`` is a single factor. A constant factor column carries no information about the codes
 (disentanglement_lib never meets one: its factors are sampled from the full grid), so every metric leaves it out;
 MIG would otherwise divide by its zero entropy. If every factor column is constant, a ValueError is raised.
 
@@ -69,7 +90,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.stats
 from numpy.typing import ArrayLike
-from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
+from sklearn.linear_model import Lasso
 from sklearn.metrics import mutual_info_score
 from sklearn.model_selection import train_test_split
 from sklearn.svm import LinearSVC
@@ -85,6 +107,13 @@ _SAP_MIN_VARIANCE = 1e-12
 _DCI_EPS = 1e-11
 # DCI's estimator choices: disentanglement_lib's gradient boosted trees, or a faster random forest.
 _CLASSIFIERS = {"gbt": GradientBoostingClassifier, "random_forest": RandomForestClassifier}
+# DCI with regressors (Eastwood & Williams' qedr): the Lasso's penalty, the forest's size and the depths tried.
+_REGRESSORS = ("lasso", "random_forest_regressor")
+_LASSO_ALPHA = 0.02
+_FOREST_N_ESTIMATORS = 10
+_FOREST_DEPTHS = (1, 2, 3, 5, 8, 12)
+# Fraction of the training split that validates the forest's depth.
+_FOREST_VALIDATION_SIZE = 0.25
 
 
 class DCIScores(NamedTuple):
@@ -95,7 +124,8 @@ class DCIScores(NamedTuple):
     completeness: float
     """Importance-weighted mean over the factors of 1 - entropy of the factor's importance over the codes."""
     informativeness: float
-    """Mean test accuracy of the per-factor classifiers."""
+    """Mean test accuracy of the per-factor classifiers (higher is better), or with regressors their mean normalized
+    root mean squared error on the test split (lower is better)."""
 
 
 def discretize(values: ArrayLike, n_bins: int = 20) -> np.ndarray:
@@ -265,51 +295,82 @@ def dci(
     test_size: float = 1 / 3,
     random_state: int | np.random.RandomState | None = 0,
 ) -> DCIScores:
-    """Disentanglement, completeness and informativeness (Eastwood & Williams, 2018), as in disentanglement_lib.
+    """Disentanglement, completeness and informativeness (Eastwood & Williams, 2018).
 
-    One classifier per factor, trained on the training split to predict the factor from all codes, gives the
-    importance matrix ``R[i, k]`` (its ``feature_importances_``). With ``P`` the rows (or columns) of R normalized
-    (after adding 1e-11, as disentanglement_lib does):
+    One model per factor, trained on the training split to predict the factor from all codes, gives the
+    importance matrix ``R[i, k]``. With ``P`` the rows (or columns) of R normalized (after adding 1e-11, as
+    disentanglement_lib does):
 
     - disentanglement ``= sum_i rho_i (1 - H_{n_factors}(P_i.))``, ``rho_i = sum_k R[i, k] / sum R``;
-    - completeness ``= sum_k rho_k (1 - H_{n_codes}(P_.k))``, ``rho_k = sum_i R[i, k] / sum R``;
-    - informativeness = mean accuracy of the classifiers on the test split.
+    - completeness ``= sum_k rho_k (1 - H_{n_codes}(P_.k))``, ``rho_k = sum_i R[i, k] / sum R`` with classifiers
+      (disentanglement_lib), the plain mean over k of ``1 - H_{n_codes}(P_.k)`` with regressors (Eastwood &
+      Williams' code);
+    - informativeness: with classifiers (disentanglement_lib's form, discrete factors) the mean accuracy on the test
+      split, higher is better; with regressors (Eastwood & Williams' own form, any real factors, codes and factors
+      standardized on the training split) the mean normalized root mean squared error on the test split,
+      ``sqrt(mean((prediction - factor)^2)) / std(factor)`` over the test split, **lower is better** (0: exact,
+      1: no better than the test mean). See the module notes.
 
     ``H_m`` is the entropy in base m; with a single factor (or code) it is 0, so disentanglement (or completeness)
-    is 1. An all-zero R weighs every code (factor) equally, as in disentanglement_lib.
+    is 1. An all-zero R weighs every code (factor) equally, as in disentanglement_lib; an all-zero column (a factor
+    the Lasso predicts by its mean alone) has completeness 0.
 
     Parameters
     ----------
     codes : array-like of shape (n_samples, n_codes)
         Learned representation.
     factors : array-like of shape (n_samples, n_factors) or (n_samples,)
-        Discrete ground-truth factors; constant columns are left out.
-    estimator : {"gbt", "random_forest"}, default="gbt"
-        "gbt": ``GradientBoostingClassifier()``, disentanglement_lib's choice; it fits one tree per class and
-        boosting stage, so factors with many values are slow (about 5 minutes on one core for 10 000 samples, 10
-        codes and factors of 3, 6, 40, 32 and 32 values). "random_forest": ``RandomForestClassifier()``
-        (impurity-based importances too), some 25 times faster there, but not disentanglement_lib's metric: its
-        random feature subsets spread importance over codes that carry nothing about a factor, so perfectly
-        disentangled codes score a disentanglement of about 0.4-0.5 instead of 1 (see the module notes). Use
-        "gbt" to compare with published values.
+        Ground-truth factors, discrete with classifiers, any real values with regressors; constant columns are left
+        out.
+    estimator : {"gbt", "random_forest", "lasso", "random_forest_regressor"}, default="gbt"
+        Classifiers (disentanglement_lib's DCI): "gbt": ``GradientBoostingClassifier()``, disentanglement_lib's
+        choice; it fits one tree per class and boosting stage, so factors with many values are slow (about 5
+        minutes on one core for 10 000 samples, 10 codes and factors of 3, 6, 40, 32 and 32 values).
+        "random_forest": ``RandomForestClassifier()`` (impurity-based importances too), some 25 times faster there,
+        but not disentanglement_lib's metric: its random feature subsets spread importance over codes that carry
+        nothing about a factor, so perfectly disentangled codes score a disentanglement of about 0.4-0.5 instead of
+        1 (see the module notes). Use "gbt" to compare with disentanglement_lib's published values.
+        Regressors (Eastwood & Williams' DCI, the generative RKM paper's Table 2): "lasso": ``Lasso(alpha=0.02)``,
+        importance ``|coef_|``; "random_forest_regressor": ``RandomForestRegressor(n_estimators=10,
+        max_depth=d)``, d per factor from (1, 2, 3, 5, 8, 12) by the error on a validation quarter of the training
+        split, importance ``feature_importances_``.
     test_size : float, default=1/3
         Fraction of the samples held out to measure informativeness (disentanglement_lib: 5 000 test for 10 000
         training points).
     random_state : int, RandomState instance or None, default=0
-        Seeds the split and the classifiers, so the scores are deterministic for a fixed seed.
+        Seeds the split and the models, so the scores are deterministic for a fixed seed.
 
     Returns
     -------
     DCIScores
-        ``(disentanglement, completeness, informativeness)``, each in [0, 1].
+        ``(disentanglement, completeness, informativeness)``: the first two in [0, 1]; informativeness in [0, 1]
+        with classifiers, >= 0 with regressors (an error, about 1 for codes that carry nothing, and above 1 for a
+        model worse than the test mean).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm.metrics import dci
+    >>> positions = np.random.default_rng(0).uniform(size=(600, 2))
+    >>> d, c, i = dci(positions, positions, estimator="lasso")
+    >>> print(f"{d:.3f} {c:.3f} {i:.3f}")
+    1.000 1.000 0.020
     """
-    check_choices([("estimator", estimator, ("gbt", "random_forest"))])
-    codes, labels = _check_inputs(codes, factors, metric="DCI")
+    check_choices([("estimator", estimator, (*_CLASSIFIERS, *_REGRESSORS))])
+    regression = estimator in _REGRESSORS
+    codes, factors = _check_inputs(codes, factors, metric="DCI", discrete=not regression)
     rng = _check_random_state(random_state)
     train, test = _split(len(codes), test_size, rng)
-    importance = np.zeros((codes.shape[1], labels.shape[1]))
-    accuracies = np.zeros(labels.shape[1])
-    for k, label in enumerate(labels.T):
+    if regression:
+        importance, errors = _regression_importances(estimator, codes, factors, train, test, rng)
+        return DCIScores(
+            disentanglement=_dci_specificity(importance, axis=1),
+            completeness=float(np.mean(_dci_slice_specificities(importance, axis=0))),
+            informativeness=float(errors.mean()),
+        )
+    importance = np.zeros((codes.shape[1], factors.shape[1]))
+    accuracies = np.zeros(factors.shape[1])
+    for k, label in enumerate(factors.T):
         model = _CLASSIFIERS[estimator](random_state=rng)
         predictions, fitted = _fit_predict(model, codes[train], label[train], codes[test])
         if fitted is not None:
@@ -320,6 +381,48 @@ def dci(
         completeness=_dci_specificity(importance, axis=0),
         informativeness=float(accuracies.mean()),
     )
+
+
+def _regression_importances(estimator, codes, factors, train, test, rng):
+    """Eastwood & Williams' regressions: the importance matrix R (n_codes, n_factors) and each factor's test NRMSE.
+
+    Codes and factors are standardized with the training split's moments; a code constant on the training split
+    becomes 0 there (it gets no importance).
+    """
+    codes_train, codes_test = _standardize(codes[train], codes[test])
+    factors_train, factors_test = _standardize(factors[train], factors[test])
+    importance = np.zeros((codes.shape[1], factors.shape[1]))
+    errors = np.zeros(factors.shape[1])
+    for k in range(factors.shape[1]):
+        y_train, y_test = factors_train[:, k], factors_test[:, k]
+        if estimator == "lasso":
+            model = Lasso(alpha=_LASSO_ALPHA).fit(codes_train, y_train)
+            importance[:, k] = np.abs(model.coef_)
+        else:
+            depth = _forest_depth(codes_train, y_train, rng)
+            model = _forest(depth, rng).fit(codes_train, y_train)
+            importance[:, k] = model.feature_importances_
+        scale = np.std(y_test)
+        if not scale > 0:
+            # Constant on the test split: the factor's spread over all samples, in the same standardized units.
+            scale = np.std(np.concatenate([y_train, y_test]))
+        errors[k] = np.sqrt(np.mean((model.predict(codes_test) - y_test) ** 2)) / scale
+    return importance, errors
+
+
+def _forest(depth, rng):
+    return RandomForestRegressor(n_estimators=_FOREST_N_ESTIMATORS, max_depth=depth, random_state=rng)
+
+
+def _forest_depth(codes, y, rng):
+    """The depth of :data:`_FOREST_DEPTHS` whose forest, fitted on 3/4 of the training split, has the lowest mean
+    squared error on the other quarter (the smaller depth on a tie)."""
+    fit, validation = train_test_split(np.arange(len(y)), test_size=_FOREST_VALIDATION_SIZE, random_state=rng)
+    errors = []
+    for depth in _FOREST_DEPTHS:
+        model = _forest(depth, rng).fit(codes[fit], y[fit])
+        errors.append(np.mean((model.predict(codes[validation]) - y[validation]) ** 2))
+    return _FOREST_DEPTHS[int(np.argmin(errors))]
 
 
 def _as_real_array(array, name, *, ndims):
@@ -479,17 +582,24 @@ def _mean_group_quantile_deviation(values, labels, q):
     return np.mean(low + fraction * (high - low), axis=0)
 
 
+def _dci_slice_specificities(importance, axis):
+    """``1 - H(P_s)`` for every slice s of `importance` along `axis` (1: codes, 0: factors).
+
+    ``P_s`` is the slice normalized after adding 1e-11 and H its entropy in base len(slice); a single entry gives 1.
+    """
+    n_outcomes = importance.shape[axis]
+    if n_outcomes == 1:
+        return np.ones(importance.shape[1 - axis])
+    return 1.0 - scipy.stats.entropy(importance + _DCI_EPS, base=n_outcomes, axis=axis)
+
+
 def _dci_specificity(importance, axis):
     """``sum_s rho_s (1 - H(P_s))`` over the slices s of `importance` along `axis` (1: codes, 0: factors).
 
     ``P_s`` is the slice normalized after adding 1e-11, H its entropy in base len(slice) (0 for a single entry), and
     ``rho_s`` the slice's share of the total importance (uniform when the total is 0), as in disentanglement_lib.
     """
-    n_outcomes = importance.shape[axis]
-    if n_outcomes == 1:
-        specificity = np.ones(importance.shape[1 - axis])
-    else:
-        specificity = 1.0 - scipy.stats.entropy(importance + _DCI_EPS, base=n_outcomes, axis=axis)
+    specificity = _dci_slice_specificities(importance, axis)
     weights = importance.sum(axis=axis)
     if weights.sum() == 0:
         weights = np.ones_like(weights)
