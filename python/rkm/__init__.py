@@ -9,7 +9,7 @@ from rkm import exceptions, features, metrics, stiefel
 from rkm._utils.config import show_config
 from rkm.autoencoders import KernelAutoencoder
 from rkm.deep import ConstrainedDeepRKM, DeepRKM, DeepRKMClassifier, DeepRKMRegressor
-from rkm.multiview import MultiViewRKM, RKMForecaster
+from rkm.multiview import GenRKM, MultiViewRKM, RKMForecaster
 from rkm.shallow import (
     KernelPCA,
     KernelPMF,
@@ -36,6 +36,7 @@ __all__ = [
     "KernelPMF",
     "MultiViewRKM",
     "RKMForecaster",
+    "GenRKM",
     "KernelAutoencoder",
     "exceptions",
     "features",

@@ -10,6 +10,9 @@ import numpy as np
 from rkm._utils.validation import check_int, check_matrix, check_positive
 from rkm.kernels import kernel_matrix
 
+# Bytes of the similarities one block of smoother_preimage holds.
+_BLOCK_BYTES = 64 * 2**20
+
 
 def _check_rows(name, A, other_name, other, axis=0):
     """A's rows must match `other`'s size along `axis` (training points or points)."""
@@ -76,6 +79,51 @@ def kernel_smoother(similarities: np.ndarray, X_train: np.ndarray, n_neighbors: 
     weights = np.where(weights.sum(axis=1, keepdims=True) > 0, weights, 1.0)
     weights /= weights.sum(axis=1, keepdims=True)
     return np.einsum("pk,pkf->pf", weights, X_train[nearest])
+
+
+def smoother_preimage(
+    latents: np.ndarray,
+    projection: np.ndarray,
+    offsets: np.ndarray,
+    X_train: np.ndarray,
+    n_neighbors: int,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Kernel-smoother pre-images of latent points (Gen-RKM eqs. 7-8), the similarities computed block by block.
+
+    The similarities of latent h to the training points are ``projection @ h + offsets`` (for a kernel view:
+    the centred kernel matrix times H, and the column means of the uncentred one; eq. 7 up to a constant factor,
+    which the smoother's scaling ignores); each pre-image is :func:`kernel_smoother` of them. Rows are processed
+    in blocks, so that no (n_points, n_train) matrix is held whatever the number of points.
+
+    Parameters
+    ----------
+    latents : ndarray of shape (n_points, s)
+    projection : ndarray of shape (n_train, s)
+    offsets : ndarray of shape (n_train,)
+    X_train : ndarray of shape (n_train, n_features)
+    n_neighbors : int
+    n_threads : int or None, default=None
+        Threads of the core (None: OpenMP's default; -1: all cores).
+
+    Returns
+    -------
+    ndarray of shape (n_points, n_features)
+    """
+    latents, projection = check_matrix(latents, "latents"), check_matrix(projection, "projection")
+    X_train = check_matrix(X_train, "X_train")
+    offsets = np.asarray(offsets, dtype=np.float64).reshape(-1)
+    if projection.shape[1] != latents.shape[1]:
+        raise ValueError(f"latents: has {latents.shape[1]} columns but projection has {projection.shape[1]}")
+    _check_rows("X_train", X_train, "projection", projection)
+    if offsets.size != projection.shape[0]:
+        raise ValueError(f"offsets: has {offsets.size} entries but projection has {projection.shape[0]} rows")
+    step = max(1, _BLOCK_BYTES // (8 * projection.shape[0]))
+    blocks = [
+        kernel_smoother(latents[start : start + step] @ projection.T + offsets, X_train, n_neighbors)
+        for start in range(0, latents.shape[0], step)
+    ]
+    return np.vstack(blocks) if blocks else np.empty((0, X_train.shape[1]))
 
 
 def gaussian_fixed_point(

@@ -55,12 +55,12 @@ from rkm._utils.validation import (
 from rkm._utils.warn import warn
 from rkm.exceptions import ConvergenceWarning
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec
-from rkm.preimage import kernel_smoother, ridge_preimage_coefficients
+from rkm.preimage import gaussian_fixed_point, ridge_preimage_coefficients, smoother_preimage, with_feature_mean
 
 __all__ = ["MultiViewRKM"]
 
 SOLVERS = ("auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel")
-PREIMAGES = ("auto", "smoother", "ridge")
+PREIMAGES = ("auto", "smoother", "ridge", "fixed_point")
 # A view's entry of `kernel` beyond the named kernels: an explicit feature map (a transformer, cloned, then fitted on
 # the view) or a kernel function k(X, Y) returning the kernel matrix (as scikit-learn's SVC takes one).
 VIEW_MAPS = [HasMethods(["fit", "transform"]), callable]
@@ -91,6 +91,9 @@ class _View:
     uncentred training kernel) it gives the predicted similarities of a missing view to the training points.
     ``coupling`` is B_v = U_v^T U_v (primal) or H^T K_c,v H (dual), the view's share of Gamma, and
     ``inference`` the eigendecomposition of Gamma - B_v that infers the view from the others (eqs. 15-16).
+    ``eta`` is the view's RKM constant: K = sum_v (1/eta_v) K_v (U_v, projection and the pre-images stay those of
+    the unweighted features: the weight only sets the view's share of the hidden features). ``preimage`` is the
+    resolved pre-image of the view ("identity" for a linear view).
     ``name`` is the entry of the ``kernel`` parameter that messages about the view's map cite, ``label`` the
     argument that messages about its data cite ("views[1]", or "X (view 1)" for a split array).
     """
@@ -109,6 +112,8 @@ class _View:
     coupling: np.ndarray = None
     inference: tuple = None
     ridge: tuple = None
+    eta: float = 1.0
+    preimage: str = None
     name: str = "kernel"
     label: str = "views[0]"
 
@@ -150,8 +155,9 @@ def _check_view(X, name, n_columns=None, copy=False):
     return A
 
 
-def _check_views(views, n_views=None, missing=None, n_columns=None, why="", names=None, copy=False):
-    """The views as finite float64 2-D arrays with one common number of rows; entry `missing` is ignored (None).
+def _check_views(views, n_views=None, missing=(), n_columns=None, why="", names=None, copy=False):
+    """The views as finite float64 2-D arrays with one common number of rows; the entries `missing` (indices) are
+    ignored (None).
     n_views=None accepts any number of views; `why` follows the count in the message of a wrong one; `names`
     are the arguments that messages cite (default "views[v]")."""
     if not isinstance(views, (list, tuple)) or len(views) == 0:
@@ -160,7 +166,7 @@ def _check_views(views, n_views=None, missing=None, n_columns=None, why="", name
         raise ValueError(f"views: got {len(views)} views but the model has {n_views}{why}")
     names = names or [f"views[{v}]" for v in range(len(views))]
     arrays = [
-        None if v == missing else _check_view(X, names[v], None if n_columns is None else n_columns[v], copy=copy)
+        None if v in missing else _check_view(X, names[v], None if n_columns is None else n_columns[v], copy=copy)
         for v, X in enumerate(views)
     ]
     rows = [A.shape[0] for A in arrays if A is not None]
@@ -288,6 +294,11 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         Degree of the named polynomial kernels, one for every view or one per view.
     coef0 : float or a list or tuple of them, default=1.0
         Constant of the named polynomial kernels, one for every view or one per view.
+    eta : float or a list or tuple of them, default=1.0
+        The RKM constant eta_v of each view (one for every view, or one per view): training solves the
+        eigenproblem of sum_v (1/eta_v) K_v (Gen-RKM eq. 3 and its footnote 2; the primal scales view v's
+        features by eta_v^(-1/2)), so a smaller eta_v gives view v more weight in the hidden features. Only
+        ratios matter for H and the inferred views; the eigenvalues scale with 1/eta.
     solver : {"auto", "primal_eig", "dual_eig", "primal_stiefel", "dual_stiefel"}, default="auto"
         Algorithms 1 to 4. "auto" follows the flowchart of Fig. 1 for fixed feature maps: the dual when a view
         is implicit or when n_samples <= d (the summed feature dimension), the primal otherwise, both by
@@ -309,16 +320,22 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     tol : float or None, default=None
         Stiefel solvers stop when ||A X - X Gamma||_F <= tol ||A||_F, A = C or K (the Riemannian gradient of
         eqs. 8 and 12; None: 1e-10). The Krylov eigensolver stops at relative residual tol (None: 1e-10).
-    preimage : {"auto", "smoother", "ridge"}, default="auto"
-        Pre-image of an inferred view that is not linear (a linear view is its own pre-image): the kernel
-        smoother over the ``n_neighbors`` training points most similar by the predicted kernel row
-        (Gen-RKM eq. 8), or a kernel ridge map from the scaled hidden features H Gamma^(1/2) to the view's inputs
-        learned at fit time (penalty ``preimage_alpha``; the view's kernel, or rbf with gamma 1/s for an
-        explicit map, as scikit-learn's ``fit_inverse_transform``). "auto": smoother.
+    preimage : {"auto", "smoother", "ridge", "fixed_point"} or a list or tuple of them, default="auto"
+        Pre-image of an inferred view that is not linear (a linear view is its own pre-image), one method for
+        every view or one per view: the kernel smoother over the ``n_neighbors`` training points most similar by
+        the predicted kernel row (Gen-RKM eq. 8); a kernel ridge map from the scaled hidden features
+        H Gamma^(1/2) to the view's inputs learned at fit time (penalty ``preimage_alpha``; the view's kernel,
+        or rbf with gamma 1/s for an explicit map, as scikit-learn's ``fit_inverse_transform``); or the
+        fixed-point iteration of Mika et al. (1999) for an rbf view (implicit, so a dual solver), started at the
+        smoother's pre-image, which minimizes the feature-space distance to the view's projection
+        sum_i (H h*)_i phi~_v(x_i) plus the feature mean (at most ``preimage_max_iter`` iterations). "auto":
+        smoother.
     n_neighbors : int, default=10
         Training points the kernel smoother averages.
     preimage_alpha : float, default=1.0
         Ridge penalty of the learned pre-image map.
+    preimage_max_iter : int, default=100
+        Iterations of the fixed-point pre-image.
     view_columns : None, int, or a list or tuple of column selections, default=None
         How a single 2-D array X given to ``fit``, ``transform``, ``predict_latent`` or ``predict_view`` (instead
         of a list of views) is split into views by its columns: None, X is one view; an int V, X's columns in V
@@ -410,9 +427,11 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         "stiefel_method": [StrOptions(set(stiefel.METHODS))],
         "max_iter": MAX_ITER,
         "tol": TOL,
-        "preimage": [StrOptions(set(PREIMAGES))],
+        "eta": [Interval(numbers.Real, 0, None, closed="neither"), list, tuple],
+        "preimage": [StrOptions(set(PREIMAGES)), list, tuple],
         "n_neighbors": POSITIVE_INT,
         "preimage_alpha": POSITIVE,
+        "preimage_max_iter": POSITIVE_INT,
         "view_columns": [None, Interval(numbers.Integral, 1, None, closed="left"), list, tuple],
         "n_threads": N_THREADS,
         "random_state": RANDOM_STATE,
@@ -429,6 +448,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         gamma: float | None | list | tuple = None,
         degree: float | list | tuple = 3,
         coef0: float | list | tuple = 1.0,
+        eta: float | list | tuple = 1.0,
         solver: str = "auto",
         rotate: bool = True,
         rescale: bool = True,
@@ -438,6 +458,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         preimage: str = "auto",
         n_neighbors: int = 10,
         preimage_alpha: float = 1.0,
+        preimage_max_iter: int = 100,
         view_columns=None,
         n_threads: int | None = None,
         random_state=None,
@@ -448,6 +469,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.eta = eta
         self.solver = solver
         self.rotate = rotate
         self.rescale = rescale
@@ -457,6 +479,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.preimage = preimage
         self.n_neighbors = n_neighbors
         self.preimage_alpha = preimage_alpha
+        self.preimage_max_iter = preimage_max_iter
         self.view_columns = view_columns
         self.n_threads = n_threads
         self.random_state = random_state
@@ -468,9 +491,10 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """The rules that need the views: one entry per view in each per-view parameter, each view's kernel entry
         resolved and checked (with its gamma, degree and coef0), and no implicit view for a primal solver.
 
-        Returns the (kind, source, gamma, name) of each view: kind "kernel" with the spec (name, gamma, degree,
-        coef0), "linear" (source None), "map" (an unfitted transformer clone) or "callable" (a kernel function);
-        name is the parameter entry that messages about the view's map cite ("kernel" or "kernel[1]")."""
+        Returns the (kind, source, gamma, name, eta, preimage) of each view: kind "kernel" with the spec (name,
+        gamma, degree, coef0), "linear" (source None), "map" (an unfitted transformer clone) or "callable" (a
+        kernel function); name is the parameter entry that messages about the view's map cite ("kernel" or
+        "kernel[1]"); eta the view's RKM constant and preimage its resolved pre-image method."""
         n_views = len(arrays)
         if isinstance(self.kernel, (list, tuple)) and len(self.kernel) == 0:
             raise ValueError(
@@ -506,7 +530,40 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
                 f"solver: {self.solver!r} needs explicit feature maps, but view {index} has the implicit kernel "
                 f"{what}; use a dual solver, or an explicit map such as rkm.features.RandomFourierFeatures"
             )
-        return sources
+        etas = self._view_etas(n_views)
+        preimages = self._view_preimages(sources)
+        return [(*source, eta, preimage) for source, eta, preimage in zip(sources, etas, preimages, strict=True)]
+
+    def _view_etas(self, n_views):
+        """eta_v per view, each a positive finite number."""
+        etas = _per_view(self.eta, "eta", n_views)
+        cited = "eta[{}]" if isinstance(self.eta, (list, tuple)) else "eta"
+        for index, value in enumerate(etas):
+            valid = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+            if not valid or value <= 0:
+                raise ValueError(f"{cited.format(index)}: must be a positive finite number, got {value!r}")
+        return [float(value) for value in etas]
+
+    def _view_preimages(self, sources):
+        """The resolved pre-image method of each view: "identity" for a linear view, "auto" -> "smoother", and
+        "fixed_point" only for an rbf view."""
+        methods = _per_view(self.preimage, "preimage", len(sources))
+        cited = "preimage[{}]" if isinstance(self.preimage, (list, tuple)) else "preimage"
+        resolved = []
+        for index, ((kind, source, _, _), method) in enumerate(zip(sources, methods, strict=True)):
+            if not isinstance(method, str) or method not in PREIMAGES:
+                raise ValueError(f"{cited.format(index)}: must be one of {', '.join(PREIMAGES)}, got {method!r}")
+            if kind == "linear":
+                resolved.append("identity")
+                continue
+            if method == "fixed_point" and not (kind == "kernel" and source[0] == "rbf"):
+                what = repr(source[0]) if kind == "kernel" else f"an {'explicit map' if kind == 'map' else kind}"
+                raise ValueError(
+                    f"{cited.format(index)}: 'fixed_point' needs an rbf view (implicit), but view {index} has {what}; "
+                    "use 'smoother' or 'ridge' for it (preimage takes one method per view)"
+                )
+            resolved.append("smoother" if method == "auto" else method)
+        return resolved
 
     def _resolve_solver(self, views, n_samples):
         """The solver of solver="auto" (Fig. 1), and n_components checked against the size of the problem it
@@ -655,8 +712,8 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         arrays = _check_views([X[:, columns] for columns in self.view_columns_], names=labels, copy=True)
         return arrays, labels
 
-    def _new_arrays(self, views, missing=None):
-        """The views of new points: a list of views, or a single array split as at fit (its columns of view
+    def _new_arrays(self, views, missing=()):
+        """The views of new points: a list of views, or a single array split as at fit (its columns of the views
         `missing` are ignored and may be NaN)."""
         if _is_view_list(views):
             return _check_views(views, self.n_views_, missing, self.input_dims_)
@@ -666,7 +723,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             accept_sparse="csr",
             dtype=np.float64,
             reset=False,
-            ensure_all_finite=missing is None,
+            ensure_all_finite=not missing,
         )
         columns = self.view_columns_ or self._split_columns(X.shape[1], self.n_views_)
         if self.view_columns_ is None and sum(self.input_dims_) != X.shape[1]:
@@ -674,7 +731,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
                 f"X: has {X.shape[1]} features, but MultiViewRKM is expecting {sum(self.input_dims_)} features as "
                 "input (the views' columns side by side)"
             )
-        views = [None if v == missing else X[:, c] for v, c in enumerate(columns)]
+        views = [None if v in missing else X[:, c] for v, c in enumerate(columns)]
         return _check_views(views, self.n_views_, missing, self.input_dims_, names=self._view_labels(len(views)))
 
     def _fit(self, views):
@@ -699,19 +756,15 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.input_dims_ = [view.X.shape[1] for view in views]
         self.gamma_ = [view.gamma for view in views]
         self.objective_ = -0.5 * float(np.trace(self._gamma))
-        self.preimages_ = ["identity" if view.kind == "linear" else self._resolved_preimage() for view in views]
+        self.preimages_ = [view.preimage for view in views]
         for view in views:
             view.inference = np.linalg.eigh(self._gamma - view.coupling)
-        if self.preimage == "ridge":
-            self._fit_ridge_preimages(views)
-
-    def _resolved_preimage(self):
-        return "smoother" if self.preimage == "auto" else self.preimage
+        self._fit_ridge_preimages([view for view in views if view.preimage == "ridge"])
 
     def _fitted_view(self, source, X, label):
         """The view of a resolved source and, for an explicit view, its training features and their mean."""
-        kind, source, gamma, name = source
-        view = _View(kind, source, X, gamma, name=name, label=label)
+        kind, source, gamma, name, eta, preimage = source
+        view = _View(kind, source, X, gamma, name=name, label=label, eta=eta, preimage=preimage)
         if kind == "linear":
             view.features = X
         elif kind == "map":
@@ -848,7 +901,11 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         # A sparse linear view is densified here: C is a dense d x d matrix anyway.
         Phi = np.hstack([view.features.toarray() if sp.issparse(view.features) else view.features for view in views])
         Phi -= np.concatenate([view.mean for view in views])
-        C = np.ascontiguousarray(FeatureMoments.from_block(Phi).scatter)
+        # Features of view v scaled by eta_v^(-1/2): C is then the primal twin of sum_v (1/eta_v) K_v.
+        weights = np.concatenate([np.full(view.dim, view.eta**-0.5) for view in views])
+        weighted = any(view.eta != 1.0 for view in views)
+        Phi_w = Phi * weights if weighted else Phi
+        C = np.ascontiguousarray(FeatureMoments.from_block(Phi_w).scatter)
         if not np.all(np.isfinite(C)):
             largest = [float(np.abs(view.features).max()) for view in views]
             view = views[int(np.argmax(largest))]
@@ -860,15 +917,16 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         U_tilde, Gamma = self._solve(C, "covariance C")
         self._store_gamma(Gamma)
         U = U_tilde @ self._gamma_sqrt if self.rescale else U_tilde
-        H = np.linalg.solve(Gamma, (Phi @ U).T).T
+        H = np.linalg.solve(Gamma, (Phi_w @ U).T).T
         flips = self._flip_signs(H)
         H, U = H * flips, U * flips
         self.H_ = np.ascontiguousarray(H)
         start = 0
         for view in views:
             stop = start + view.features.shape[1]
-            view.U = np.ascontiguousarray(U[start:stop])
-            view.coupling = view.U.T @ view.U
+            # U_v of the unweighted features (as the dual's Phi_c,v^T H), so pre-images ignore eta.
+            view.U = np.ascontiguousarray(U[start:stop] * view.eta**0.5)
+            view.coupling = view.U.T @ view.U / view.eta
             if view.kind == "map":
                 view.projection = Phi[:, start:stop] @ view.U
                 view.column_means = view.features @ view.mean
@@ -887,9 +945,9 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     def _fit_dual(self, views):
         """Algorithms 2 and 4: K = sum_v M K_v M, H; U_v = Phi_c,v^T H for explicit views (eq. 5)."""
         kernels = [self._centred_training_kernel(view) for view in views]
-        K = kernels[0].copy() if len(kernels) > 1 else kernels[0]
-        for K_v in kernels[1:]:
-            K += K_v
+        K = kernels[0] / views[0].eta if len(kernels) > 1 or views[0].eta != 1.0 else kernels[0]
+        for view, K_v in zip(views[1:], kernels[1:], strict=True):
+            K += K_v if view.eta == 1.0 else K_v / view.eta
         self._progress(f"summed centred kernel of {K.shape[0]} samples")
         H, Gamma = self._solve(K, "kernel matrix K")
         del K
@@ -899,7 +957,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         column_sums = H.sum(axis=0)
         for view, K_v in zip(views, kernels, strict=True):
             view.projection = K_v @ H
-            view.coupling = H.T @ view.projection
+            view.coupling = H.T @ view.projection / view.eta
             view.coupling = (view.coupling + view.coupling.T) / 2
             if view.explicit:
                 view.U = np.asarray(view.features.T @ H) - np.outer(view.mean, column_sums)
@@ -922,19 +980,38 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self._ridge_inputs = Z
 
     def _preimage(self, h, view):
-        """Inputs of `view` from hidden features h inferred without it."""
-        if view.kind == "linear":
+        """Inputs of `view` from hidden features h (inferred without it, or given), by the view's pre-image
+        method; rows in blocks, so that no (n*, n_samples) matrix exceeds ROW_BLOCK_BYTES."""
+        if view.preimage == "identity":
             return h @ view.U.T + view.mean
-        if view.ridge is not None:
-            name, gamma, degree, coef0 = self._ridge_spec(view)
-            K = kernel_matrix(
-                h @ self._gamma_sqrt, self._ridge_inputs, name, gamma, degree, coef0, n_threads=self.n_threads
+        if view.preimage == "smoother":
+            # Predicted centred kernel row (eq. 16, or Phi_c phi~ in the primal) plus the column means: the
+            # similarities up to a constant per point, which the smoother's scaling removes.
+            return smoother_preimage(
+                h, view.projection, view.column_means, view.dense_inputs(), self.n_neighbors, n_threads=self.n_threads
             )
-            return K @ view.ridge
-        # Predicted centred kernel row (eq. 16, or Phi_c phi~ in the primal) plus the column means: the similarities
-        # up to a constant per point, which the smoother's scaling removes.
-        similarities = h @ view.projection.T + view.column_means
-        return kernel_smoother(similarities, view.dense_inputs(), self.n_neighbors)
+        step = max(1, ROW_BLOCK_BYTES // (8 * self.H_.shape[0]))
+        blocks = [h[start : start + step] for start in range(0, h.shape[0], step)]
+        method = self._ridge_block if view.preimage == "ridge" else self._fixed_point_block
+        return np.vstack([method(block, view) for block in blocks])
+
+    def _ridge_block(self, h, view):
+        name, gamma, degree, coef0 = self._ridge_spec(view)
+        K = kernel_matrix(
+            h @ self._gamma_sqrt, self._ridge_inputs, name, gamma, degree, coef0, n_threads=self.n_threads
+        )
+        return K @ view.ridge
+
+    def _fixed_point_block(self, h, view):
+        """Mika et al.'s fixed point towards the view's projection sum_i (H h)_i phi~(x_i) + mean (an rbf view,
+        so a dual model: H_ has orthonormal columns), started at the smoother's pre-image."""
+        X_train = view.dense_inputs()
+        start = smoother_preimage(h, view.projection, view.column_means, X_train, self.n_neighbors, self.n_threads)
+        coefficients = with_feature_mean(h @ self.H_.T)
+        X, _ = gaussian_fixed_point(
+            coefficients, X_train, view.gamma, start, self.preimage_max_iter, n_threads=self.n_threads
+        )
+        return X
 
     # ------------------------------------------------------------------ inference
 
@@ -954,69 +1031,90 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """U_v^T phi_c,v(x*) (primal) or H^T k~_v(x*) (dual) for the rows of X: shape (n*, s)."""
         if self.solver_.startswith("primal"):
             Phi = X if view.kind == "linear" else _explicit_features(view.source, X, view.name)
-            return np.asarray(Phi @ view.U) - view.mean @ view.U  # (Phi - mean) U, sparse Phi kept sparse
+            return (np.asarray(Phi @ view.U) - view.mean @ view.U) / view.eta  # (Phi - mean) U, sparse Phi kept sparse
         n_train = self.H_.shape[0]
         step = max(1, ROW_BLOCK_BYTES // (8 * n_train))
-        return np.vstack(
+        scores = np.vstack(
             [self._centred_rows(view, X[start : start + step]) @ self.H_ for start in range(0, X.shape[0], step)]
         )
+        return scores / view.eta
 
-    def _scores(self, arrays, skip=None):
+    def _scores(self, arrays, skip=()):
         with blas_threads(thread_count(self.n_threads)):
             return sum(
                 self._view_scores(view, X)
                 for v, (view, X) in enumerate(zip(self._views, arrays, strict=True))
-                if v != skip
+                if v not in skip
             )
 
     def transform(self, views: Sequence[ArrayLike] | ArrayLike) -> np.ndarray:
-        """Hidden features of new points from all their views, eq. 6.
+        """Hidden features of new points from their views, eq. 6, or from some of them (eqs. 15-16).
 
         h* = Gamma^(-1) sum_v U_v^T phi_c,v(x*) in the primal, Gamma^(-1) H^T sum_v k~_v(x*) in the dual; on the
-        training views these are the rows of H_.
+        training views these are the rows of H_. Views given as None are missing: h* is then inferred from the
+        others, as :meth:`predict_latent` does.
 
         Parameters
         ----------
         views : list or tuple of array-like, or array-like of shape (n*, n_features)
-            One (n*, p_v) array per view, or one array whose columns ``view_columns`` splits into the views.
+            One (n*, p_v) array per view (None for a missing view, at least one given), or one array whose
+            columns ``view_columns`` splits into the views.
 
         Returns
         -------
         ndarray of shape (n*, n_components)
         """
         check_is_fitted(self)
+        if isinstance(views, (list, tuple)) and any(X is None for X in views):
+            return self.predict_latent(views, [v for v, X in enumerate(views) if X is None])
         arrays = self._new_arrays(views)
         return np.linalg.solve(self._gamma, self._scores(arrays).T).T
 
     def _check_missing(self, missing):
-        if not isinstance(missing, numbers.Integral) or isinstance(missing, bool) or not 0 <= missing < self.n_views_:
-            raise ValueError(f"missing: must be an int in [0, {self.n_views_}), got {missing!r}")
-        if self.n_views_ == 1:
-            raise ValueError("missing: a model of one view has no other view to infer it from")
-        return int(missing)
+        """The missing views as a sorted tuple of indices (an int, or a list or tuple of distinct ints), at least
+        one view left."""
+        entries = list(missing) if isinstance(missing, (list, tuple)) else [missing]
+        for entry in entries:
+            if not isinstance(entry, numbers.Integral) or isinstance(entry, bool) or not 0 <= entry < self.n_views_:
+                raise ValueError(f"missing: must be an int in [0, {self.n_views_}) or a list of them, got {missing!r}")
+        indices = tuple(sorted({int(entry) for entry in entries}))
+        if len(indices) != len(entries) or not indices:
+            raise ValueError(f"missing: must name distinct views, at least one, got {missing!r}")
+        if len(indices) == self.n_views_:
+            what = "a model of one view has no other view" if self.n_views_ == 1 else "every view is missing: none is"
+            raise ValueError(f"missing: {what} to infer the hidden features from")
+        return indices
+
+    def _inference(self, missing):
+        """Eigendecomposition of Gamma - sum_{k in missing} B_k (precomputed for one missing view)."""
+        if len(missing) == 1:
+            return self._views[missing[0]].inference
+        return np.linalg.eigh(self._gamma - sum(self._views[k].coupling for k in missing))
 
     def _missing_latents(self, scores, missing):
-        """h* = (Gamma - B_k)^(-1) scores (eqs. 15-16), refusing a singular Gamma - B_k."""
-        values, vectors = self._views[missing].inference
+        """h* = (Gamma - sum_k B_k)^(-1) scores (eqs. 15-16), refusing a singular Gamma - sum_k B_k."""
+        values, vectors = self._inference(missing)
         smallest = values[0]
         if smallest <= SINGULAR_RATIO * self.eigenvalues_[0]:
+            which = ", ".join(map(str, missing))
             raise ValueError(
-                f"missing: Gamma - B_{missing} of eqs. 15-16 is singular (smallest eigenvalue {smallest:.3g}): the "
-                f"other views do not determine every component (view {missing} carries all of the variance of "
-                "some of them); use fewer components or infer another view"
+                f"missing: Gamma - B_({which}) of eqs. 15-16 is singular (smallest eigenvalue {smallest:.3g}): the "
+                f"other views do not determine every component (view(s) {which} carry all of the variance of "
+                "some of them); use fewer components or infer from more views"
             )
         return ((scores @ vectors) / values) @ vectors.T
 
-    def predict_latent(self, views: Sequence[ArrayLike] | ArrayLike, missing: int) -> np.ndarray:
-        """Hidden features of new points inferred without view `missing` (the h* of eqs. 15-16).
+    def predict_latent(self, views: Sequence[ArrayLike] | ArrayLike, missing: int | Sequence[int]) -> np.ndarray:
+        """Hidden features of new points inferred without the views `missing` (the h* of eqs. 15-16).
 
         Parameters
         ----------
         views : list or tuple, or array-like of shape (n*, n_features)
-            One array per view, entry `missing` may be None (it is ignored); or one array whose columns
-            ``view_columns`` splits into the views, those of view `missing` ignored (they may be NaN).
-        missing : int
-            Index of the view to leave out.
+            One array per view, the entries `missing` may be None (they are ignored); or one array whose columns
+            ``view_columns`` splits into the views, those of the views `missing` ignored (they may be NaN).
+        missing : int or list of int
+            Index of the view to leave out, or the indices of several (at least one view must be left): with
+            B_k the share of view k in Gamma, h* = (Gamma - sum_k B_k)^(-1) times the scores of the others.
 
         Returns
         -------
@@ -1049,5 +1147,8 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         ValueError
             For a bad `missing` or bad views, and when Gamma - B_missing is singular.
         """
+        check_is_fitted(self)
+        if not isinstance(missing, numbers.Integral) or isinstance(missing, bool):
+            raise ValueError(f"missing: must be an int in [0, {self.n_views_}) (the view to infer), got {missing!r}")
         h = self.predict_latent(views, missing)
         return self._preimage(h, self._views[int(missing)])

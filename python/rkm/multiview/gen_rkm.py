@@ -1,0 +1,378 @@
+"""Generative restricted kernel machines with kernel (implicit) or fixed explicit feature maps.
+
+Equation and section numbers refer to A. Pandey, J. Schreurs and J. A. K. Suykens, "Generative restricted kernel
+machines" (2021). Training (eq. 3, footnote 2) is the multi-view kernel PCA that :class:`rkm.MultiViewRKM`
+solves, with the RKM constants eta_v weighting the views: the eigenproblem of sum_v (1/eta_v) K_v on centred
+kernels, or its primal twin (eq. 10) when every feature map is explicit and their summed dimension is below the
+number of samples. Generation (section 2.2) clamps a latent h* and reads every view off it at once: the
+similarities of the generated point to the training points, k_x* = K_v H^T h* (eq. 7, up to the factor 1/eta_v),
+and a pre-image, by default the kernel smoother over the n_r most similar training points (eq. 8). Latents come
+from a training point, from a Gaussian mixture fitted to the training latents (section 5), from a walk along one
+component (Fig. 5) or from a bilinear interpolation of four latents (Appendix A.6).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.mixture import GaussianMixture
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from rkm.multiview.multiview_rkm import ROW_BLOCK_BYTES, MultiViewRKM
+
+__all__ = ["GenRKM"]
+
+COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
+
+
+class GenRKM(MultiViewRKM):
+    """Generative multi-view RKM (Pandey, Schreurs & Suykens 2021): train, sample, traverse, interpolate.
+
+    Training finds s hidden features shared by all views, the top eigenvectors H of sum_v (1/eta_v) M K_v M
+    (eq. 3; :class:`rkm.MultiViewRKM` solves it, so every solver, kernel and explicit feature map of that class
+    applies). A Gaussian mixture with ``n_mixture`` components is then fitted to the training latents (the rows
+    of ``H_``). Generation decodes latents h* into every view at once: one latent gives an image and its label
+    together (Fig. 4a). A view's pre-image is, by ``preimage``, the kernel smoother of eq. 8 over the
+    ``n_neighbors`` training points most similar by k_x* = K_v H^T h* (eq. 7), Mika et al.'s fixed point (rbf
+    views), a learned kernel ridge map, or for a linear view the feature itself, U_v h* plus the mean.
+
+    The generated features are the projections sum_i (H h*)_i phi~_v(x_i): eq. 6 with the 1/eta_v factor left
+    out, so that a training latent reconstructs its point's projection whatever eta_v (the factor only rescales
+    the similarities, which the smoother ignores, but it would shrink a linear view's output by 1/eta_v).
+
+    Parameters
+    ----------
+    n_components : int
+        Number s of hidden features (the latent dimension; Table 4's s).
+    kernel : str, Kernel, transformer, callable, or a list or tuple of them, default=("rbf", "linear")
+        The feature map of each view, as in :class:`rkm.MultiViewRKM`; the default is an image view under the
+        rbf kernel and a (one-hot) label view under the identity map.
+    gamma, degree, coef0 :
+        Kernel parameters, one for every view or one per view, as in :class:`rkm.MultiViewRKM` (a paper's
+        sigma: ``gamma=rkm.kernels.RBF.from_sigma(sigma).gamma``).
+    eta : float or a list or tuple of them, default=1.0
+        The RKM constants eta_v (eq. 1): training uses sum_v (1/eta_v) K_v.
+    solver, rotate, rescale, stiefel_method, max_iter, tol :
+        The training solver and its options, as in :class:`rkm.MultiViewRKM`.
+    preimage : {"auto", "smoother", "ridge", "fixed_point"} or a list or tuple of them, default="auto"
+        Pre-image of each non-linear view ("auto": the kernel smoother of eq. 8).
+    n_neighbors : int, default=4
+        The n_r training points the kernel smoother averages (Table 4: 4); at most n_samples.
+    preimage_alpha : float, default=1.0
+        Ridge penalty of the "ridge" pre-image.
+    preimage_max_iter : int, default=100
+        Iterations of the "fixed_point" pre-image.
+    n_mixture : int, default=10
+        Components l of the Gaussian mixture fitted to the training latents (Table 4: 10).
+    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
+        Covariance of the mixture's components, as scikit-learn's ``GaussianMixture``.
+    label_views : list or tuple of int, default=()
+        Views holding labels, one-hot (or multi-hot attributes): every training row must have a positive entry.
+        Their generated rows are scores; ``argmax`` gives the generated class.
+    view_columns : None, int, or a list or tuple of column selections, default=None
+        How one 2-D array given instead of a list of views is split into views, as in :class:`rkm.MultiViewRKM`.
+    n_threads : int or None, default=None
+        Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
+    random_state : int, RandomState or None, default=None
+        Seeds the eigensolver's start and the mixture's initialization (``sample`` takes its own).
+    verbose : int, default=0
+        Progress lines of the fit.
+
+    Attributes
+    ----------
+    H_ : ndarray of shape (n_samples, s)
+        The training latents h_i (orthonormal columns).
+    eigenvalues_ : ndarray of shape (s,)
+        Lambda of eq. 3, descending.
+    mixture_ : sklearn.mixture.GaussianMixture
+        The mixture fitted to the training latents, in units scaled by ``latent_scale_``.
+    latent_scale_ : float
+        The factor that gives the training latents unit mean variance (the mixture's units: scikit-learn's
+        ``reg_covar`` is absolute, while the latents' variance is 1 / n_samples).
+    n_views_, solver_, U_, preimages_, gamma_, n_iter_ :
+        As in :class:`rkm.MultiViewRKM`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rkm import GenRKM
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.integers(0, 2, 60)
+    >>> images = rng.normal(size=(60, 5)) + 3.0 * labels[:, None]
+    >>> model = GenRKM(4, gamma=(0.1, None), n_mixture=2, random_state=0).fit([images, np.eye(2)[labels]])
+    >>> generated_images, generated_labels = model.sample(3, random_state=0)
+    >>> generated_images.shape, generated_labels.shape
+    ((3, 5), (3, 2))
+    """
+
+    _parameter_constraints: dict = {
+        **MultiViewRKM._parameter_constraints,
+        "n_mixture": [Interval(numbers.Integral, 1, None, closed="left")],
+        "covariance_type": [StrOptions(set(COVARIANCE_TYPES))],
+        "label_views": [list, tuple],
+    }
+
+    def __init__(
+        self,
+        n_components: int,
+        *,
+        kernel=("rbf", "linear"),
+        gamma: float | None | list | tuple = None,
+        degree: float | list | tuple = 3,
+        coef0: float | list | tuple = 1.0,
+        eta: float | list | tuple = 1.0,
+        solver: str = "auto",
+        rotate: bool = True,
+        rescale: bool = True,
+        stiefel_method: str = "cayley_bb",
+        max_iter: int | None = None,
+        tol: float | None = None,
+        preimage: str | list | tuple = "auto",
+        n_neighbors: int = 4,
+        preimage_alpha: float = 1.0,
+        preimage_max_iter: int = 100,
+        n_mixture: int = 10,
+        covariance_type: str = "full",
+        label_views: list | tuple = (),
+        view_columns=None,
+        n_threads: int | None = None,
+        random_state=None,
+        verbose: int = 0,
+    ):
+        super().__init__(
+            n_components,
+            kernel=kernel,
+            gamma=gamma,
+            degree=degree,
+            coef0=coef0,
+            eta=eta,
+            solver=solver,
+            rotate=rotate,
+            rescale=rescale,
+            stiefel_method=stiefel_method,
+            max_iter=max_iter,
+            tol=tol,
+            preimage=preimage,
+            n_neighbors=n_neighbors,
+            preimage_alpha=preimage_alpha,
+            preimage_max_iter=preimage_max_iter,
+            view_columns=view_columns,
+            n_threads=n_threads,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.n_mixture = n_mixture
+        self.covariance_type = covariance_type
+        self.label_views = label_views
+
+    # ------------------------------------------------------------------ fitting
+
+    def _check_params_vs_input(self, arrays):
+        """MultiViewRKM's rules, then: n_neighbors and n_mixture at most n_samples, and label views that are
+        labels (a positive entry in every row)."""
+        sources = super()._check_params_vs_input(arrays)
+        n_samples = arrays[0].shape[0]
+        for name in ("n_neighbors", "n_mixture"):
+            if getattr(self, name) > n_samples:
+                raise ValueError(f"{name}: must be at most n_samples = {n_samples}, got {getattr(self, name)}")
+        for index in self._label_view_indices(len(arrays)):
+            X = arrays[index]
+            largest = X.max(axis=1).toarray().ravel() if hasattr(X, "toarray") else X.max(axis=1)
+            rows = np.flatnonzero(largest <= 0)
+            if rows.size:
+                raise ValueError(
+                    f"views[{index}]: a label view (label_views) needs a positive entry in every row (one-hot or "
+                    f"multi-hot labels), but {rows.size} row(s) have none (the first: row {rows[0]})"
+                )
+        return sources
+
+    def _label_view_indices(self, n_views):
+        indices = list(self.label_views)
+        for index in indices:
+            if not isinstance(index, numbers.Integral) or isinstance(index, bool) or not 0 <= index < n_views:
+                raise ValueError(f"label_views: must hold view indices in [0, {n_views}), got {self.label_views!r}")
+        if len(set(indices)) != len(indices):
+            raise ValueError(f"label_views: must hold distinct view indices, got {self.label_views!r}")
+        return [int(index) for index in indices]
+
+    def _fit(self, views):
+        super()._fit(views)
+        self._fit_mixture()
+
+    def _fit_mixture(self):
+        """The Gaussian mixture of section 5 on the training latents, scaled to unit mean variance."""
+        self.latent_scale_ = 1.0 / float(np.sqrt(np.mean(self.H_**2)))
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        self.mixture_ = GaussianMixture(self.n_mixture, covariance_type=self.covariance_type, random_state=seed)
+        self.mixture_.fit(self.H_ * self.latent_scale_)
+        self._progress(f"Gaussian mixture of {self.n_mixture} components on the latents")
+
+    # ------------------------------------------------------------------ generation
+
+    def _check_latents(self, latents, name="latents"):
+        latents = np.asarray(latents)
+        if latents.ndim == 1:
+            latents = latents[None, :]
+        if latents.dtype.kind not in "biuf":
+            raise ValueError(f"{name}: must be an array of real numbers, got dtype {latents.dtype}")
+        if latents.ndim != 2 or latents.shape[1] != self.n_components:
+            raise ValueError(
+                f"{name}: must have n_components = {self.n_components} columns (one latent per row), got shape "
+                f"{latents.shape}"
+            )
+        if not np.all(np.isfinite(latents)):
+            raise ValueError(f"{name}: contains NaN or infinity")
+        return np.ascontiguousarray(latents, dtype=np.float64)
+
+    def decode(self, latents: ArrayLike) -> list[np.ndarray]:
+        """Every view generated from latents h* (eqs. 5-8): the pre-image of each view's generated features.
+
+        Parameters
+        ----------
+        latents : array-like of shape (n, n_components), or (n_components,) for one latent
+
+        Returns
+        -------
+        list of ndarray, one (n, p_v) array per view
+        """
+        check_is_fitted(self)
+        latents = self._check_latents(latents)
+        return [self._preimage(latents, view) for view in self._views]
+
+    def reconstruct(self, views: Sequence[ArrayLike] | ArrayLike) -> list[np.ndarray]:
+        """Every view of points decoded from their latents: ``decode(transform(views))``. Views given as None
+        are missing (their latents are inferred from the others), so that e.g. an image is generated from a
+        label alone.
+
+        Parameters
+        ----------
+        views : list or tuple of array-like (None for a missing view), or one array split by ``view_columns``
+
+        Returns
+        -------
+        list of ndarray, one (n, p_v) array per view
+        """
+        return self.decode(self.transform(views))
+
+    def _block_rows(self):
+        """Latents decoded at once by sample: the smoother's similarities of a block stay within its budget."""
+        return max(1, ROW_BLOCK_BYTES // (8 * self.H_.shape[0]))
+
+    def sample(
+        self, n_samples: int = 1, random_state=None, *, return_latents: bool = False
+    ) -> list[np.ndarray] | tuple[list[np.ndarray], np.ndarray]:
+        """Generate new points: latents drawn from the fitted Gaussian mixture, decoded into every view.
+
+        Latents are drawn and decoded in blocks, so memory stays bounded by the outputs whatever n_samples.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState or None, default=None
+            Seeds the draws (None: NumPy's global random state, so that repeated calls differ).
+        return_latents : bool, default=False
+            Also return the latents drawn.
+
+        Returns
+        -------
+        views : list of ndarray, one (n_samples, p_v) array per view
+        latents : ndarray of shape (n_samples, n_components)
+            Only with ``return_latents``.
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise ValueError(f"n_samples: must be a positive int, got {n_samples!r}")
+        rng = check_random_state(random_state)
+        mixture = copy.copy(self.mixture_)
+        mixture.random_state = rng
+        outputs = [np.empty((n_samples, dim)) for dim in self.input_dims_]
+        latents = np.empty((n_samples, self.n_components)) if return_latents else None
+        step = self._block_rows()
+        for start in range(0, n_samples, step):
+            stop = min(start + step, n_samples)
+            block = self._draw(mixture, stop - start, rng)
+            for output, generated in zip(outputs, self.decode(block), strict=True):
+                output[start:stop] = generated
+            if return_latents:
+                latents[start:stop] = block
+        return (outputs, latents) if return_latents else outputs
+
+    def _draw(self, mixture, n, rng):
+        """n latents from the mixture, in random order (GaussianMixture.sample groups them by component)."""
+        Z, _ = mixture.sample(n)
+        return Z[rng.permutation(n)] / self.latent_scale_
+
+    def traverse(self, component: int, values: ArrayLike, start: ArrayLike | None = None) -> list[np.ndarray]:
+        """Walk along one component of the latent space (Fig. 5): decode start + v e_component for each v.
+
+        Parameters
+        ----------
+        component : int
+            The component walked, in [0, n_components).
+        values : array-like of shape (n_steps,)
+            Displacements along the component, in the units of ``H_`` (the training latents of that component
+            span ``H_[:, component].min()`` to ``.max()``).
+        start : array-like of shape (n_components,) or None, default=None
+            The latent the walk starts from (None: the origin, the training latents' mean).
+
+        Returns
+        -------
+        list of ndarray, one (n_steps, p_v) array per view
+        """
+        check_is_fitted(self)
+        s = self.n_components
+        if not isinstance(component, numbers.Integral) or isinstance(component, bool) or not 0 <= component < s:
+            raise ValueError(f"component: must be an int in [0, {s}), got {component!r}")
+        values = np.asarray(values, dtype=np.float64) if _is_real_array(values) else values
+        if not isinstance(values, np.ndarray) or values.ndim != 1 or values.size == 0:
+            raise ValueError(f"values: must be a non-empty 1-D array of numbers, got {values!r:.80}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("values: contains NaN or infinity")
+        origin = np.zeros(s) if start is None else self._check_latents(start, "start")
+        if origin.ndim == 2 and origin.shape[0] != 1:
+            raise ValueError(f"start: must be one latent of shape ({s},), got shape {origin.shape}")
+        latents = np.repeat(origin.reshape(1, s), values.size, axis=0)
+        latents[:, component] += values
+        return self.decode(latents)
+
+    def interpolate(self, corners: ArrayLike, n_steps: int) -> list[np.ndarray]:
+        """Bilinear interpolation between four latents (Appendix A.6), decoded into every view.
+
+        h* = (1 - a)(1 - c) h_1 + a (1 - c) h_2 + c (1 - a) h_3 + a c h_4 for a, c on n_steps equal steps of
+        [0, 1] (the paper's alpha and gamma).
+
+        Parameters
+        ----------
+        corners : array-like of shape (4, n_components)
+            h_1 to h_4: h_1 at a = c = 0, h_2 at a = 1, h_3 at c = 1, h_4 at a = c = 1.
+        n_steps : int
+            Steps per side (>= 2).
+
+        Returns
+        -------
+        list of ndarray, one (n_steps**2, p_v) array per view; row i * n_steps + j has c = i / (n_steps - 1) and
+        a = j / (n_steps - 1), so reshaping to (n_steps, n_steps, p_v) gives the grid.
+        """
+        check_is_fitted(self)
+        corners = self._check_latents(corners, "corners")
+        if corners.shape[0] != 4:
+            raise ValueError(f"corners: must hold 4 latents (rows), got {corners.shape[0]}")
+        if not isinstance(n_steps, numbers.Integral) or isinstance(n_steps, bool) or n_steps < 2:
+            raise ValueError(f"n_steps: must be an int >= 2, got {n_steps!r}")
+        t = np.linspace(0.0, 1.0, n_steps)
+        c, a = (grid.ravel() for grid in np.meshgrid(t, t, indexing="ij"))
+        weights = np.stack([(1 - a) * (1 - c), a * (1 - c), c * (1 - a), a * c], axis=1)
+        return self.decode(weights @ corners)
+
+
+def _is_real_array(values):
+    try:
+        return np.asarray(values).dtype.kind in "biuf"
+    except (TypeError, ValueError):
+        return False
