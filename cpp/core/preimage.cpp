@@ -89,10 +89,10 @@ struct Screen {
   bool usable = false;
   int latent_exponent = 0, projection_exponent = 0;
   double unscale = 1.0;      // 2^(latent_exponent + projection_exponent): scaled product -> product
-  double relative = 0.0;     // bound per unit of ||x|| ||y||
-  double absolute = 0.0;     // bound of the underflow losses, in unscaled units
+  double relative = 0.0;        // bound per unit of ||x|| ||y||
   RowMatrix<float> projection;  // scaled, float32
   Vector<double> norms;         // ||projection_j||
+  Vector<double> slack;         // the rest of the bound of similarity j: underflow losses and rounding of + offsets_j
 };
 
 int scale_exponent(double largest) {
@@ -101,7 +101,8 @@ int scale_exponent(double largest) {
   return exponent;
 }
 
-Screen make_screen(const ConstMatrixRef<double>& latents, const ConstMatrixRef<double>& projection, Index k) {
+Screen make_screen(const ConstMatrixRef<double>& latents, const ConstMatrixRef<double>& projection,
+                   const ConstVectorRef<double>& offsets, Index k) {
   Screen screen;
   const Index N = projection.rows(), s = projection.cols();
   constexpr double u = 1.0 / 16777216.0;  // 2^-24
@@ -112,10 +113,13 @@ Screen make_screen(const ConstMatrixRef<double>& latents, const ConstMatrixRef<d
   const int exponent = screen.latent_exponent + screen.projection_exponent;
   if (exponent < -900 || exponent > 900) return screen;  // the scaled products would not map back in double
   screen.unscale = std::ldexp(1.0, exponent);
-  screen.relative = 2.0 * terms / (1.0 - terms);
-  screen.absolute = 2.0 * static_cast<double>(s + 1) * std::ldexp(screen.unscale, -120);
+  // Adding the offset in double rounds by at most eps/2 (|product| + |offset|), with |product| <= 2 ||x|| ||y||.
+  constexpr double eps = std::numeric_limits<double>::epsilon();
+  screen.relative = 2.0 * terms / (1.0 - terms) + 2.0 * eps;
+  const double absolute = 2.0 * static_cast<double>(s + 1) * std::ldexp(screen.unscale, -120);
   screen.projection = (projection * std::ldexp(1.0, -screen.projection_exponent)).cast<float>();
   screen.norms = projection.rowwise().norm();
+  screen.slack = (absolute + eps * offsets.array().abs()).matrix();
   screen.usable = true;
   return screen;
 }
@@ -169,8 +173,11 @@ void smoother_preimage(const ConstMatrixRef<T>& latents, const ConstMatrixRef<T>
   const bool all = k == N;  // every training point is a neighbour; the floor is the smallest similarity
 
   Screen screen;
-  if constexpr (std::is_same_v<T, double>) screen = make_screen(latents, projection, k);
-  const Index band_rows = std::min(n, smoother_band_rows(N, screen.usable ? sizeof(float) : sizeof(T)));
+  if constexpr (std::is_same_v<T, double>) screen = make_screen(latents, projection, offsets, k);
+  // At least 8 bands where they can have 32 rows or more, so that a few threads share them evenly; the bands
+  // depend on n, N and the path only, never on the thread count.
+  const Index band_rows = std::min({n, smoother_band_rows(N, screen.usable ? sizeof(float) : sizeof(T)),
+                                    std::max<Index>(32, (n + 7) / 8)});
   const Index n_bands = (n + band_rows - 1) / band_rows;
 
   ThreadGuard guard(n_threads);
@@ -213,16 +220,16 @@ void smoother_preimage(const ConstMatrixRef<T>& latents, const ConstMatrixRef<T>
           const auto x = latents.row(r0 + i);
           const double reach = screen.relative * x.norm();
           const float* gi = &g(i, 0);
-          bool finite = true;
+          const double *norms = screen.norms.data(), *slack = screen.slack.data(), *o = offsets_d.data();
+          double largest = 0.0;  // of |approximate similarity|: the products are finite, so NaN cannot arise
           for (Index j = 0; j < N; ++j) {
-            const double approx = static_cast<double>(gi[j]) * screen.unscale + offsets_d[j];
-            const double bound =
-                reach * screen.norms[j] + screen.absolute + std::numeric_limits<double>::epsilon() * std::abs(approx);
-            finite &= std::abs(approx) <= kLargest;
+            const double approx = static_cast<double>(gi[j]) * screen.unscale + o[j];
+            const double bound = reach * norms[j] + slack[j];
+            largest = std::max(largest, std::abs(approx));
             values[j] = approx - bound;
             upper[j] = approx + bound;
           }
-          if (!finite) {
+          if (!(largest <= kLargest)) {
             overflowed[tid] = 1;
             continue;
           }

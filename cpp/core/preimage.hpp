@@ -24,8 +24,8 @@ void smoother_preimage(const ConstMatrixRef<T>& latents, const ConstMatrixRef<T>
                        const ConstVectorRef<T>& offsets, const ConstMatrixRef<T>& X_train, Eigen::Index n_neighbors,
                        MatrixRef<T> out, int n_threads);
 
-// Rows of latents per band for N training points and similarities of `value_bytes` each (kBandBytes / row
-// bytes, at least 1); exposed for the tests, which span several bands.
+// The most rows of latents per band for N training points and similarities of `value_bytes` each (kBandBytes /
+// row bytes, at least 1; fewer where that leaves under 8 bands of 32 rows or more); exposed for the tests.
 Eigen::Index smoother_band_rows(Eigen::Index n_train, std::size_t value_bytes);
 
 }  // namespace rkm
