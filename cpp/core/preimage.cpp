@@ -89,9 +89,9 @@ struct Screen {
   bool usable = false;
   int latent_exponent = 0, projection_exponent = 0;
   double unscale = 1.0;      // 2^(latent_exponent + projection_exponent): scaled product -> product
-  double relative = 0.0;        // bound per unit of ||x|| ||y||
+  double relative = 0.0;        // bound per unit of ||x|| ||y|| (unscaled: times unscale for the scaled norms)
   RowMatrix<float> projection;  // scaled, float32
-  Vector<double> norms;         // ||projection_j||
+  Vector<double> norms;         // of the scaled rows of projection (at most sqrt(s): no overflow, no NaN)
   Vector<double> slack;         // the rest of the bound of similarity j: underflow losses and rounding of + offsets_j
 };
 
@@ -118,7 +118,9 @@ Screen make_screen(const ConstMatrixRef<double>& latents, const ConstMatrixRef<d
   screen.relative = 2.0 * terms / (1.0 - terms) + 2.0 * eps;
   const double absolute = 2.0 * static_cast<double>(s + 1) * std::ldexp(screen.unscale, -120);
   screen.projection = (projection * std::ldexp(1.0, -screen.projection_exponent)).cast<float>();
-  screen.norms = projection.rowwise().norm();
+  const double projection_scale = std::ldexp(1.0, -screen.projection_exponent);
+  screen.norms.resize(N);
+  for (Index j = 0; j < N; ++j) screen.norms[j] = (projection.row(j) * projection_scale).norm();
   screen.slack = (absolute + eps * offsets.array().abs()).matrix();
   screen.usable = true;
   return screen;
@@ -218,7 +220,7 @@ void smoother_preimage(const ConstMatrixRef<T>& latents, const ConstMatrixRef<T>
         double* upper = w.upper.data();
         for (Index i = 0; i < rows; ++i) {
           const auto x = latents.row(r0 + i);
-          const double reach = screen.relative * x.norm();
+          const double reach = screen.relative * (x * std::ldexp(1.0, -screen.latent_exponent)).norm() * screen.unscale;
           const float* gi = &g(i, 0);
           const double *norms = screen.norms.data(), *slack = screen.slack.data(), *o = offsets_d.data();
           double largest = 0.0;  // of |approximate similarity|: the products are finite, so NaN cannot arise
