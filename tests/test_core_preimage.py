@@ -71,7 +71,7 @@ def test_smoother_preimage_matches_reference_and_kernel_smoother(rng, dtype, n, 
 
 @pytest.mark.parametrize("s", [4, 24])
 def test_smoother_preimage_spans_several_bands_and_blocks(rng, dtype, s, monkeypatch):
-    # N = 20000 training points: a band of the core holds 4 MiB of similarities, 26 to 52 rows here.
+    # N = 20000 training points: a band of the core holds at most 4 MiB of similarities, 26 to 38 rows here.
     n, n_train, k = 300, 20000, 4
     operands = _problem(rng, n, n_train, s, 3, dtype)
     screened = dtype == np.float64 and s >= 16
@@ -232,3 +232,18 @@ def test_a_result_too_large_to_allocate_is_a_memory_error():
     latents = np.empty((10**9, 0))
     with pytest.raises(MemoryError, match="out of memory while decoding 1000000000 latents"):
         _core.smoother_preimage(latents, np.empty((1, 0)), np.zeros(1), np.zeros((1, 2000)), 1)
+
+
+@pytest.mark.slow
+def test_ctrl_c_interrupts_a_long_decode_between_bands():
+    # 100 000 latents over N = 5000 training points (s = 500): tens of seconds in one call, bounded memory (a band of
+    # similarities per thread); Ctrl-C is honoured between bands.
+    from test_core_runtime import _interrupt_after_ready
+
+    body = (
+        "rng = np.random.default_rng(0)\n"
+        "latents, projection = rng.normal(size=(100_000, 500)), rng.normal(size=(5000, 500))\n"
+        "offsets, X_train = rng.normal(size=5000), rng.random((5000, 16))\n"
+        "def run(): _core.smoother_preimage(latents, projection, offsets, X_train, 4, 2)"
+    )
+    assert "interrupted" in _interrupt_after_ready(body)

@@ -58,7 +58,7 @@ def smoother_preimage(latents, projection, offsets, X_train, n_neighbors, n_thre
 
     The similarities of latent ``i`` to the training points are
     ``latents[i] @ projection.T + offsets`` (eq. 7: ``projection`` holds the training points' rows of
-    ``(1/eta) K H^T`` and ``offsets`` what centring adds). With ``k = min(n_neighbors, N)``: when
+    ``(1/eta) K H^T``; ``offsets`` adds what the model needs, e.g. what centring the kernel removed). With ``k = min(n_neighbors, N)``: when
     ``k < N`` the neighbours are the k largest similarities (ties go to the lower index) and the floor is
     the (k+1)-th largest; otherwise every training point is a neighbour and the floor is the smallest
     similarity. Each neighbour weighs ``(sim - floor) / (max - floor)`` (all 1 when ``max == floor``),
