@@ -977,6 +977,7 @@ THREADED_CALLS = {
     "kae_loss_and_grad": lambda d, t: reference.kae_loss_and_grad(
         d["X"], [d["start"], 0.1 * d["X"]], [("rbf", 0.5, 3, 1.0)] * 2, None, [1e-3, 1e-3], n_threads=t
     ),
+    "smoother_preimage": lambda d, t: reference.smoother_preimage(d["Y"], d["X"], d["X"][:, 0], d["W"], 2, n_threads=t),
 }
 
 

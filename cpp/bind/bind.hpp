@@ -66,5 +66,6 @@ void bind_deep(py::module_& m);
 void bind_center(py::module_& m);
 void bind_eigs(py::module_& m);
 void bind_config(py::module_& m);
+void bind_preimage(py::module_& m);
 
 }  // namespace rkm::bind

@@ -68,4 +68,5 @@ PYBIND11_MODULE(_core, m) {
   rkm::bind::bind_stiefel(m);  // before bind_constr_drkm: it registers the base StiefelObjective
   rkm::bind::bind_constr_drkm(m);
   rkm::bind::bind_kae(m);
+  rkm::bind::bind_preimage(m);
 }

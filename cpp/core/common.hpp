@@ -40,6 +40,10 @@ bool interrupt_pending();
 // Throws interrupted_error when interrupt_pending(); outside OpenMP regions only.
 void throw_if_interrupted();
 
+// Bytes of each thread's buffer of inner products (a band of rows of a kernel or similarity matrix), sized to stay
+// in the last-level cache between the GEMM that fills it and the pass that consumes it.
+constexpr Eigen::Index kBandBytes = Eigen::Index(4) << 20;
+
 inline void require(bool condition, const std::string& message) {
   if (!condition) throw std::invalid_argument(message);
 }

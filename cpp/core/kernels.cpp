@@ -90,9 +90,8 @@ using Eigen::Index;
 using DoubleMatrix = RowMatrix<double>;
 using Array = Eigen::ArrayXd;
 
-// Bytes of each thread's buffer of inner products (a column chunk of a kernel band, or a gradient band);
-// sized to stay in the last-level cache between GEMM and transform.
-constexpr Index kBandBytes = Index(4) << 20;
+// Each thread's buffer of inner products (a column chunk of a kernel band, or a gradient band) holds kBandBytes
+// (common.hpp).
 constexpr Index kTileColumns = 256;
 
 template <typename T>

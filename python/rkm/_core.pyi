@@ -109,6 +109,17 @@ def kernel_top_eigsh(
 # ---- random Fourier features (bind_features.cpp)
 def fourier_features(X: _Array, W: _Array, offset: _Array, n_threads: int | None = ...) -> _Array: ...
 
+# ---- pre-images (bind_preimage.cpp)
+def smoother_band_rows(n_train: int, value_bytes: int) -> int: ...
+def smoother_preimage(
+    latents: _Array,
+    projection: _Array,
+    offsets: _Array,
+    X_train: _Array,
+    n_neighbors: int,
+    n_threads: int | None = ...,
+) -> _Array: ...
+
 # ---- LS-SVM (bind_lssvm.cpp)
 def lssvm_dual_fit(
     X: _Array,

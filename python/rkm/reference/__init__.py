@@ -13,7 +13,8 @@ Its modules mirror the core's (``cpp/core``): :mod:`~rkm.reference.kernels`
 :mod:`~rkm.reference.lssvm` (the LS-SVM dual system), :mod:`~rkm.reference.deep` (the deep RKM's
 reduced-set objective and level-wise solvers), :mod:`~rkm.reference.stiefel` (optimization on the Stiefel
 manifold), :mod:`~rkm.reference.constr_drkm` (the constrained deep RKM's objective) and
-:mod:`~rkm.reference.kae` (the kernel autoencoder's loss and gradients); every public
+:mod:`~rkm.reference.kae` (the kernel autoencoder's loss and gradients) and
+:mod:`~rkm.reference.preimage` (the kernel-smoother pre-image of latent points); every public
 function is importable from the package itself.
 
 Conventions shared with the core
@@ -56,6 +57,7 @@ from rkm.reference.features import fourier_features
 from rkm.reference.kae import kae_loss_and_grad
 from rkm.reference.kernels import kernel_gradient, kernel_matrix, kernel_product
 from rkm.reference.lssvm import lssvm_dual_fit, lssvm_dual_fit_mixed, lssvm_dual_solve
+from rkm.reference.preimage import smoother_preimage
 from rkm.reference.products import block_product, transposed_product
 from rkm.reference.stiefel import polar_orthonormalize, stiefel_minimize
 
@@ -85,4 +87,5 @@ __all__ = [
     "ConstrainedDeepObjective",
     "levelwise_init",
     "kae_loss_and_grad",
+    "smoother_preimage",
 ]
