@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
+from rkm.preimage import (
+    gaussian_fixed_point,
+    kernel_smoother,
+    ridge_preimage_coefficients,
+    smoother_preimage,
+    with_feature_mean,
+)
 
 RNG = np.random.default_rng(0)
 X_TRAIN = RNG.normal(size=(12, 3))
@@ -47,3 +53,35 @@ def test_ridge_coefficients_solve_the_regularised_system():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_smoother_preimage_of_latents_is_the_smoother_of_their_similarities(dtype):
+    rng = np.random.default_rng(0)
+    latents, projection = rng.normal(size=(30, 4)), rng.normal(size=(50, 4))
+    offsets, X_train = rng.normal(size=50), rng.normal(size=(50, 3))
+    expected = kernel_smoother(latents @ projection.T + offsets, X_train, 4)
+    arrays = [A.astype(dtype) for A in (latents, projection, offsets, X_train)]
+    generated = smoother_preimage(*arrays, 4, n_threads=2)
+    assert generated.dtype == dtype
+    np.testing.assert_allclose(generated, expected, atol=1e-10 if dtype == np.float64 else 1e-3)
+    # Mixed dtypes compute in float64.
+    assert smoother_preimage(arrays[0], projection, offsets, X_train, 4).dtype == np.float64
+
+
+def test_smoother_preimage_names_bad_arguments():
+    rng = np.random.default_rng(0)
+    latents, projection, offsets, X_train = (
+        rng.normal(size=(3, 4)),
+        rng.normal(size=(5, 4)),
+        np.zeros(5),
+        np.ones((5, 2)),
+    )
+    with pytest.raises(ValueError, match="n_neighbors"):
+        smoother_preimage(latents, projection, offsets, X_train, 0)
+    with pytest.raises(ValueError, match="offsets"):
+        smoother_preimage(latents, projection, np.zeros(4), X_train, 2)
+    with pytest.raises(ValueError, match="X_train"):
+        smoother_preimage(latents, projection, offsets, np.ones((4, 2)), 2)
+    with pytest.raises(ValueError, match="latents|projection"):
+        smoother_preimage(latents[:, :3], projection, offsets, X_train, 2)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rkm import _core
+from rkm._utils.threads import blas_threads, check_n_threads
 from rkm._utils.validation import check_int, check_matrix, check_positive
 from rkm.kernels import kernel_matrix
-
-# Bytes of the similarities one block of smoother_preimage holds.
-_BLOCK_BYTES = 64 * 2**20
 
 
 def _check_rows(name, A, other_name, other, axis=0):
@@ -93,8 +92,10 @@ def smoother_preimage(
 
     The similarities of latent h to the training points are ``projection @ h + offsets`` (for a kernel view:
     the centred kernel matrix times H, and the column means of the uncentred one; eq. 7 up to a constant factor,
-    which the smoother's scaling ignores); each pre-image is :func:`kernel_smoother` of them. Rows are processed
-    in blocks, so that no (n_points, n_train) matrix is held whatever the number of points.
+    which the smoother's scaling ignores); each pre-image is :func:`kernel_smoother` of them (ties go to the lower
+    index). The core forms the similarities in bands of rows (a few MiB per thread), so that no (n_points,
+    n_train) matrix is held whatever the number of points; in float64 a float32 product screens the candidates,
+    which are then scored exactly. float32 when every array is float32, else float64.
 
     Parameters
     ----------
@@ -110,20 +111,18 @@ def smoother_preimage(
     -------
     ndarray of shape (n_points, n_features)
     """
-    latents, projection = check_matrix(latents, "latents"), check_matrix(projection, "projection")
-    X_train = check_matrix(X_train, "X_train")
-    offsets = np.asarray(offsets, dtype=np.float64).reshape(-1)
-    if projection.shape[1] != latents.shape[1]:
-        raise ValueError(f"latents: has {latents.shape[1]} columns but projection has {projection.shape[1]}")
-    _check_rows("X_train", X_train, "projection", projection)
-    if offsets.size != projection.shape[0]:
-        raise ValueError(f"offsets: has {offsets.size} entries but projection has {projection.shape[0]} rows")
-    step = max(1, _BLOCK_BYTES // (8 * projection.shape[0]))
-    blocks = [
-        kernel_smoother(latents[start : start + step] @ projection.T + offsets, X_train, n_neighbors)
-        for start in range(0, latents.shape[0], step)
+    arrays = [
+        check_matrix(A, name) for A, name in ((latents, "latents"), (projection, "projection"), (X_train, "X_train"))
     ]
-    return np.vstack(blocks) if blocks else np.empty((0, X_train.shape[1]))
+    offsets = np.asarray(offsets)
+    # One dtype for the four arrays, as the core takes them: float32 only when all are float32.
+    dtype = np.float32 if all(A.dtype == np.float32 for A in (*arrays, offsets)) else np.float64
+    latents, projection, X_train = (np.ascontiguousarray(A, dtype=dtype) for A in arrays)
+    offsets = np.ascontiguousarray(offsets.reshape(-1), dtype=dtype)
+    with blas_threads(1):
+        return _core.smoother_preimage(
+            latents, projection, offsets, X_train, check_int(n_neighbors, "n_neighbors"), check_n_threads(n_threads)
+        )
 
 
 def gaussian_fixed_point(
