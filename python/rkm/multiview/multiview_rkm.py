@@ -759,7 +759,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.preimages_ = [view.preimage for view in views]
         for view in views:
             view.inference = np.linalg.eigh(self._gamma - view.coupling)
-        self._fit_ridge_preimages([view for view in views if view.preimage == "ridge"])
+        self._fit_ridge_preimages(views)
 
     def _fitted_view(self, source, X, label):
         """The view of a resolved source and, for an explicit view, its training features and their mean."""
@@ -969,11 +969,13 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         return view.source if view.kind == "kernel" else ("rbf", 1.0 / self.n_components, 3, 1.0)
 
     def _fit_ridge_preimages(self, views):
-        """Kernel ridge maps from H Gamma^(1/2) to the inputs of each non-linear view (KernelPCA's "ridge")."""
+        """Kernel ridge maps from H Gamma^(1/2) to the inputs of each view whose pre-image is "ridge" (KernelPCA's
+        "ridge"; a linear view's pre-image is the identity, never "ridge")."""
+        views = [view for view in views if view.preimage == "ridge"]
+        if not views:
+            return
         Z = self.H_ @ self._gamma_sqrt
         for view in views:
-            if view.kind == "linear":
-                continue
             view.ridge = ridge_preimage_coefficients(
                 Z, view.dense_inputs(), self._ridge_spec(view), self.preimage_alpha, self.n_threads
             )
