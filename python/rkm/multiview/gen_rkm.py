@@ -13,25 +13,17 @@ component (Fig. 5) or from a bilinear interpolation of four latents (Appendix A.
 
 from __future__ import annotations
 
-import copy
-import numbers
-from collections.abc import Sequence
-
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.mixture import GaussianMixture
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from rkm._utils.generation import GENERATION_CONSTRAINTS, LatentGenerationMixin, check_label_views
 from rkm.multiview.multiview_rkm import ROW_BLOCK_BYTES, MultiViewRKM
 
 __all__ = ["GenRKM"]
 
-COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
 
-
-class GenRKM(MultiViewRKM):
+class GenRKM(LatentGenerationMixin, MultiViewRKM):
     """Generative multi-view RKM (Pandey, Schreurs & Suykens 2021): train, sample, traverse, interpolate.
 
     Training finds s hidden features shared by all views, the top eigenvectors H of sum_v (1/eta_v) M K_v M
@@ -113,9 +105,7 @@ class GenRKM(MultiViewRKM):
 
     _parameter_constraints: dict = {
         **MultiViewRKM._parameter_constraints,
-        "n_mixture": [Interval(numbers.Integral, 1, None, closed="left")],
-        "covariance_type": [StrOptions(set(COVARIANCE_TYPES))],
-        "label_views": [list, tuple],
+        **GENERATION_CONSTRAINTS,
     }
 
     def __init__(
@@ -181,54 +171,14 @@ class GenRKM(MultiViewRKM):
         for name in ("n_neighbors", "n_mixture"):
             if getattr(self, name) > n_samples:
                 raise ValueError(f"{name}: must be at most n_samples = {n_samples}, got {getattr(self, name)}")
-        for index in self._label_view_indices(len(arrays)):
-            X = arrays[index]
-            largest = X.max(axis=1).toarray().ravel() if hasattr(X, "toarray") else X.max(axis=1)
-            rows = np.flatnonzero(largest <= 0)
-            if rows.size:
-                raise ValueError(
-                    f"views[{index}]: a label view (label_views) needs a positive entry in every row (one-hot or "
-                    f"multi-hot labels), but {rows.size} row(s) have none (the first: row {rows[0]})"
-                )
+        check_label_views(self.label_views, arrays)
         return sources
-
-    def _label_view_indices(self, n_views):
-        indices = list(self.label_views)
-        for index in indices:
-            if not isinstance(index, numbers.Integral) or isinstance(index, bool) or not 0 <= index < n_views:
-                raise ValueError(f"label_views: must hold view indices in [0, {n_views}), got {self.label_views!r}")
-        if len(set(indices)) != len(indices):
-            raise ValueError(f"label_views: must hold distinct view indices, got {self.label_views!r}")
-        return [int(index) for index in indices]
 
     def _fit(self, views):
         super()._fit(views)
-        self._fit_mixture()
-
-    def _fit_mixture(self):
-        """The Gaussian mixture of section 5 on the training latents, scaled to unit mean variance."""
-        self.latent_scale_ = 1.0 / float(np.sqrt(np.mean(self.H_**2)))
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        self.mixture_ = GaussianMixture(self.n_mixture, covariance_type=self.covariance_type, random_state=seed)
-        self.mixture_.fit(self.H_ * self.latent_scale_)
-        self._progress(f"Gaussian mixture of {self.n_mixture} components on the latents")
+        self._fit_mixture(self.H_)
 
     # ------------------------------------------------------------------ generation
-
-    def _check_latents(self, latents, name="latents"):
-        latents = np.asarray(latents)
-        if latents.ndim == 1:
-            latents = latents[None, :]
-        if latents.dtype.kind not in "biuf":
-            raise ValueError(f"{name}: must be an array of real numbers, got dtype {latents.dtype}")
-        if latents.ndim != 2 or latents.shape[1] != self.n_components:
-            raise ValueError(
-                f"{name}: must have n_components = {self.n_components} columns (one latent per row), got shape "
-                f"{latents.shape}"
-            )
-        if not np.all(np.isfinite(latents)):
-            raise ValueError(f"{name}: contains NaN or infinity")
-        return np.ascontiguousarray(latents, dtype=np.float64)
 
     def decode(self, latents: ArrayLike) -> list[np.ndarray]:
         """Every view generated from latents h* (eqs. 5-8): the pre-image of each view's generated features.
@@ -245,134 +195,6 @@ class GenRKM(MultiViewRKM):
         latents = self._check_latents(latents)
         return [self._preimage(latents, view) for view in self._views]
 
-    def reconstruct(self, views: Sequence[ArrayLike] | ArrayLike) -> list[np.ndarray]:
-        """Every view of points decoded from their latents: ``decode(transform(views))``. Views given as None
-        are missing (their latents are inferred from the others), so that e.g. an image is generated from a
-        label alone.
-
-        Parameters
-        ----------
-        views : list or tuple of array-like (None for a missing view), or one array split by ``view_columns``
-
-        Returns
-        -------
-        list of ndarray, one (n, p_v) array per view
-        """
-        return self.decode(self.transform(views))
-
     def _block_rows(self):
         """Latents decoded at once by sample: the smoother's similarities of a block stay within its budget."""
         return max(1, ROW_BLOCK_BYTES // (8 * self.H_.shape[0]))
-
-    def sample(
-        self, n_samples: int = 1, random_state=None, *, return_latents: bool = False
-    ) -> list[np.ndarray] | tuple[list[np.ndarray], np.ndarray]:
-        """Generate new points: latents drawn from the fitted Gaussian mixture, decoded into every view.
-
-        Latents are drawn and decoded in blocks, so memory stays bounded by the outputs whatever n_samples.
-
-        Parameters
-        ----------
-        n_samples : int, default=1
-        random_state : int, RandomState or None, default=None
-            Seeds the draws (None: NumPy's global random state, so that repeated calls differ).
-        return_latents : bool, default=False
-            Also return the latents drawn.
-
-        Returns
-        -------
-        views : list of ndarray, one (n_samples, p_v) array per view
-        latents : ndarray of shape (n_samples, n_components)
-            Only with ``return_latents``.
-        """
-        check_is_fitted(self)
-        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
-            raise ValueError(f"n_samples: must be a positive int, got {n_samples!r}")
-        rng = check_random_state(random_state)
-        mixture = copy.copy(self.mixture_)
-        mixture.random_state = rng
-        outputs = [np.empty((n_samples, dim)) for dim in self.input_dims_]
-        latents = np.empty((n_samples, self.n_components)) if return_latents else None
-        step = self._block_rows()
-        for start in range(0, n_samples, step):
-            stop = min(start + step, n_samples)
-            block = self._draw(mixture, stop - start, rng)
-            for output, generated in zip(outputs, self.decode(block), strict=True):
-                output[start:stop] = generated
-            if return_latents:
-                latents[start:stop] = block
-        return (outputs, latents) if return_latents else outputs
-
-    def _draw(self, mixture, n, rng):
-        """n latents from the mixture, in random order (GaussianMixture.sample groups them by component)."""
-        Z, _ = mixture.sample(n)
-        return Z[rng.permutation(n)] / self.latent_scale_
-
-    def traverse(self, component: int, values: ArrayLike, start: ArrayLike | None = None) -> list[np.ndarray]:
-        """Walk along one component of the latent space (Fig. 5): decode start + v e_component for each v.
-
-        Parameters
-        ----------
-        component : int
-            The component walked, in [0, n_components).
-        values : array-like of shape (n_steps,)
-            Displacements along the component, in the units of ``H_`` (the training latents of that component
-            span ``H_[:, component].min()`` to ``.max()``).
-        start : array-like of shape (n_components,) or None, default=None
-            The latent the walk starts from (None: the origin, the training latents' mean).
-
-        Returns
-        -------
-        list of ndarray, one (n_steps, p_v) array per view
-        """
-        check_is_fitted(self)
-        s = self.n_components
-        if not isinstance(component, numbers.Integral) or isinstance(component, bool) or not 0 <= component < s:
-            raise ValueError(f"component: must be an int in [0, {s}), got {component!r}")
-        values = np.asarray(values, dtype=np.float64) if _is_real_array(values) else values
-        if not isinstance(values, np.ndarray) or values.ndim != 1 or values.size == 0:
-            raise ValueError(f"values: must be a non-empty 1-D array of numbers, got {values!r:.80}")
-        if not np.all(np.isfinite(values)):
-            raise ValueError("values: contains NaN or infinity")
-        origin = np.zeros(s) if start is None else self._check_latents(start, "start")
-        if origin.ndim == 2 and origin.shape[0] != 1:
-            raise ValueError(f"start: must be one latent of shape ({s},), got shape {origin.shape}")
-        latents = np.repeat(origin.reshape(1, s), values.size, axis=0)
-        latents[:, component] += values
-        return self.decode(latents)
-
-    def interpolate(self, corners: ArrayLike, n_steps: int) -> list[np.ndarray]:
-        """Bilinear interpolation between four latents (Appendix A.6), decoded into every view.
-
-        h* = (1 - a)(1 - c) h_1 + a (1 - c) h_2 + c (1 - a) h_3 + a c h_4 for a, c on n_steps equal steps of
-        [0, 1] (the paper's alpha and gamma).
-
-        Parameters
-        ----------
-        corners : array-like of shape (4, n_components)
-            h_1 to h_4: h_1 at a = c = 0, h_2 at a = 1, h_3 at c = 1, h_4 at a = c = 1.
-        n_steps : int
-            Steps per side (>= 2).
-
-        Returns
-        -------
-        list of ndarray, one (n_steps**2, p_v) array per view; row i * n_steps + j has c = i / (n_steps - 1) and
-        a = j / (n_steps - 1), so reshaping to (n_steps, n_steps, p_v) gives the grid.
-        """
-        check_is_fitted(self)
-        corners = self._check_latents(corners, "corners")
-        if corners.shape[0] != 4:
-            raise ValueError(f"corners: must hold 4 latents (rows), got {corners.shape[0]}")
-        if not isinstance(n_steps, numbers.Integral) or isinstance(n_steps, bool) or n_steps < 2:
-            raise ValueError(f"n_steps: must be an int >= 2, got {n_steps!r}")
-        t = np.linspace(0.0, 1.0, n_steps)
-        c, a = (grid.ravel() for grid in np.meshgrid(t, t, indexing="ij"))
-        weights = np.stack([(1 - a) * (1 - c), a * (1 - c), c * (1 - a), a * c], axis=1)
-        return self.decode(weights @ corners)
-
-
-def _is_real_array(values):
-    try:
-        return np.asarray(values).dtype.kind in "biuf"
-    except (TypeError, ValueError):
-        return False
