@@ -19,7 +19,8 @@ Both follow one two-step protocol so that fits over distributed data equal in-me
 ``fm._fit_sample(X[fm._sample_indices(n)], n, d)``, where ``_sample_indices`` draws, from ``random_state``
 only, the few rows the fit needs (the Nyström landmarks or candidate pool; none for random features), and
 ``_fit_sample`` fits from those rows. ``transform`` streams its input in blocks of rows of bounded memory
-through the compiled core.
+through the compiled core. The protocol is their public base class :class:`ExplicitFeatureMap`, which
+``rkm.torch.FeatureMap`` (a trained PyTorch module as a fixed feature map) shares.
 
 References
 ----------
@@ -69,7 +70,7 @@ from rkm._utils.warn import warn
 from rkm.exceptions import PositiveSpectrumWarning
 from rkm.kernels import Kernel, kernel_matrix, kernel_spec, names_with
 
-__all__ = ["Nystroem", "RandomFourierFeatures", "renyi_entropy"]
+__all__ = ["ExplicitFeatureMap", "Nystroem", "RandomFourierFeatures", "renyi_entropy"]
 
 NYSTROEM_KERNELS = names_with("nystroem")
 FOURIER_KERNELS = names_with("fourier_features")
@@ -123,17 +124,32 @@ def _row_blocks(n_rows, row_bytes):
     return [slice(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
-class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """The fit protocol, blockwise transform and scikit-learn plumbing shared by the feature maps.
+class ExplicitFeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Base class of rkm's explicit feature maps: the fit protocol, blockwise transform and scikit-learn plumbing.
+
+    :class:`Nystroem`, :class:`RandomFourierFeatures` and ``rkm.torch.FeatureMap`` (a trained PyTorch module
+    as a fixed map) derive from it. Every model that takes an explicit feature map streams the features of a
+    subclass a block of rows at a time (kernel PCA's primal moments, LS-SVMs in the primal, Dask partitions)
+    instead of forming them all at once, so ``isinstance(fm, ExplicitFeatureMap)`` is what
+    ``KernelPCA(feature_map=fm)`` accepts.
+
+    ``fit(X)`` is ``_fit_sample(X[_sample_indices(n_samples)], n_samples, n_features)``: ``_sample_indices``
+    draws, from ``random_state`` only, the rows the fit needs, so that a fit from those rows alone (the rows a
+    Dask fit gathers) equals the in-memory fit. ``transform`` validates X, converts it to the model's dtype and
+    maps it in blocks of about 64 MiB.
 
     Subclasses define ``_parameter_constraints``, ``_check_params_vs_input(n_samples)``,
-    ``_draw_sample(rng, n_samples)``,
-    ``_fit_from_sample(X_sample, rng, indices, n_features)``, ``_transform_block(X)``, ``_model_dtype``,
-    ``_n_features_out`` and ``_row_bytes``.
+    ``_draw_sample(rng, n_samples)`` (sorted indices of the rows the fit needs),
+    ``_fit_from_sample(X_sample, rng, indices, n_features)``, ``_transform_block(X)`` (the features of a
+    C-contiguous block of rows in the model's dtype), ``_model_dtype`` (float32 or float64), ``_n_features_out``,
+    ``_row_bytes`` (bytes per row of a block: input and features), ``_raw_block(X)`` and ``_linear_map`` (the
+    features are ``_raw_block(X) @ _linear_map``, or ``_raw_block(X)`` itself when ``_linear_map`` is None),
+    and the attributes ``random_state`` (seeds ``_draw_sample``) and ``n_threads`` (threads of the streamed
+    products; None: the default).
     """
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, y: None = None) -> _FeatureMap:
+    def fit(self, X: ArrayLike, y: None = None) -> ExplicitFeatureMap:
         """Fit the feature map from the rows of X it needs.
 
         Parameters
@@ -241,7 +257,7 @@ class _FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         return tags
 
 
-class Nystroem(_FeatureMap):
+class Nystroem(ExplicitFeatureMap):
     """Nyström features phi(x) = k(x, L) K_LL^{-1/2} for a set L of m landmark rows of the training data.
 
     With the eigendecomposition K_LL = U diag(w) U^T of the landmarks' kernel matrix, the features are
@@ -569,7 +585,7 @@ def _renyi_working_set(X, n_landmarks, kernel, rng, n_trials):
     return members
 
 
-class RandomFourierFeatures(_FeatureMap):
+class RandomFourierFeatures(ExplicitFeatureMap):
     """Random Fourier features phi(x) = sqrt(2/D) cos(W^T x + b) of a shift-invariant kernel.
 
     By Bochner's theorem k(x - y) = E_w[cos(w^T (x - y))] for w drawn from the kernel's spectral density,

@@ -39,7 +39,7 @@ from rkm._utils.validation import (
     kernel_constraints,
     kernel_name_options,
 )
-from rkm.features import Nystroem, RandomFourierFeatures
+from rkm.features import ExplicitFeatureMap, Nystroem
 from rkm.kernels import Kernel, is_callable_kernel, kernel_matrix, kernel_product, kernel_spec, model_kernel_spec
 from rkm.preimage import gaussian_fixed_point, kernel_smoother, ridge_preimage_coefficients, with_feature_mean
 
@@ -90,6 +90,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     Large N: the exact kernel is held as a matrix or recomputed at every product (``kernel_storage``); an
     explicit ``feature_map`` of m features (Nyström, random Fourier features) approximates it instead, and
     the fit solves the m x m primal problem (Suykens 2017 sec. 3.4) in one streamed pass over the data. A
+    trained neural network as ``feature_map`` (``rkm.torch.FeatureMap``) is kernel PCA with the kernel
+    phi(x)^T phi(y) of its features, solved the same way. A
     Dask array as X is fitted as Dask tasks: the feature map's pass as a map-reduce over its partitions,
     the matrix-free products one task per partition.
 
@@ -128,12 +130,15 @@ callable, default="rbf"
         memory, else "matrix_free" (for a Dask array: "matrix_free"; for a callable kernel or sparse X:
         "dense"). "auto" never approximates the kernel:
         pass a ``feature_map`` for that. Must stay "auto" with a feature map, which holds no kernel matrix.
-    feature_map : Nystroem or RandomFourierFeatures, default=None
-        None: the exact kernel. Else an explicit feature map phi of m features whose inner products
-        approximate its kernel (:class:`rkm.features.Nystroem`, :class:`rkm.features.RandomFourierFeatures`,
-        with their own kernel, gamma and size ``n_components``): it is cloned and fitted on X, and the m x m
-        covariance of the centred features is accumulated in one streamed pass and eigen-decomposed (the
-        primal of the dual problem above). Pre-images use the feature map's kernel.
+    feature_map : rkm.features.ExplicitFeatureMap, default=None
+        None: the exact kernel. Else an explicit feature map phi of m features, whose inner products
+        phi(x)^T phi(y) are the kernel: :class:`rkm.features.Nystroem` or
+        :class:`rkm.features.RandomFourierFeatures` (approximations of their own kernel, with their own
+        gamma and size ``n_components``), or ``rkm.torch.FeatureMap`` (a trained PyTorch network). It is
+        cloned and fitted on X, and the m x m covariance of the centred features is accumulated in one
+        streamed pass and eigen-decomposed (the primal of the dual problem above). Pre-images use the
+        feature map's kernel; a network approximates no input-space kernel, so its pre-images are the kernel
+        smoother's (preimage "auto" or "smoother"), and ``gamma_`` is None.
     solver : {"auto", "dense", "krylov"}, default="auto"
         Eigensolver of kernel_storage="dense": "dense": LAPACK on the whole matrix; "krylov": restarted block
         Krylov for the top s pairs; "auto": dense for at most 200 samples or when s exceeds a fifth of
@@ -215,7 +220,7 @@ callable, default="rbf"
         "eta": POSITIVE,
         "center": ["boolean"],
         "kernel_storage": [StrOptions({"auto", "dense", "matrix_free"})],
-        "feature_map": [None, Nystroem, RandomFourierFeatures],
+        "feature_map": [None, ExplicitFeatureMap],
         "solver": [StrOptions({"auto", "dense", "krylov"})],
         "n_threads": N_THREADS,
         "random_state": RANDOM_STATE,
@@ -240,7 +245,7 @@ callable, default="rbf"
         eta: float = 1.0,
         center: bool = True,
         kernel_storage: str = "auto",
-        feature_map: Nystroem | RandomFourierFeatures | None = None,
+        feature_map: ExplicitFeatureMap | None = None,
         solver: str = "auto",
         n_threads: int | None = None,
         random_state: int | np.random.RandomState | None = None,
@@ -282,10 +287,13 @@ callable, default="rbf"
 
     def _fit_kernel_spec(self, n_features):
         """(name, gamma, degree, coef0) of the kernel the fit uses: the feature map's own with a feature map,
-        else the model's."""
+        else the model's. A feature map without a ``kernel`` (a network, rkm.torch.FeatureMap) approximates no
+        input-space kernel: name None (its kernel is phi(x)^T phi(y) itself)."""
         fm = self.feature_map
         if fm is None:
             return self._kernel_spec(n_features)
+        if getattr(fm, "kernel", None) is None:
+            return None, None, None, None
         return kernel_spec(fm.kernel, fm.gamma, getattr(fm, "degree", 3), getattr(fm, "coef0", 1.0), n_features)
 
     def _check_params_vs_input(self, n_samples, n_features, dtype, in_memory=True, sparse=False):
@@ -519,15 +527,16 @@ callable, default="rbf"
         centred features, hidden features from a second pass, and max |K|. `backend` streams in-memory data
         (rkm._utils.primal) or maps over Dask partitions (rkm._utils.dask_arrays)."""
         fm = clone(self.feature_map)
-        check_memory(
-            _primal_memory_bytes(X.shape[0], fm.n_components, n_components),
-            "X",
-            f"a {type(fm).__name__} kernel PCA fit of {X.shape[0]} samples with {fm.n_components} features",
-        )
+        # rkm.features' maps know their width before the fit; a network's is known once fitted.
+        width = getattr(fm, "n_components", None)
+        if width is not None:
+            self._check_primal_memory(fm, X.shape[0], width, n_components)
         if backend is primal:
             fm.fit(X)
         else:
             backend.fit_feature_map(fm, X)
+        if width is None:
+            self._check_primal_memory(fm, X.shape[0], fm._n_features_out, n_components)
         if n_components is not None and n_components > fm._n_features_out:
             raise ValueError(
                 f"n_components: at most the {fm._n_features_out} features of the feature_map, got {n_components}"
@@ -544,8 +553,22 @@ callable, default="rbf"
             self.grand_mean_ = float(mean @ mean)
             self.column_means_ = (extended[:, -1] + self.grand_mean_).astype(extended.dtype)
         self.feature_map_, self.feature_mean_, self.primal_vectors_ = fm, mean, U
-        scale = eigen.kernel_diagonal_max(X, *self._fit_kernel_spec(X.shape[1]))
+        spec = self._fit_kernel_spec(X.shape[1])
+        if spec[0] is None:
+            # The mean of k(x_i, x_i) = ||phi_i||^2 (the moments hold no maximum): the rounding scale of a
+            # kernel without an input-space formula.
+            scale = (np.trace(moments.scatter) + moments.n * float(mean @ mean)) / moments.n
+        else:
+            scale = eigen.kernel_diagonal_max(X, *spec)
         return w, np.ascontiguousarray(extended[:, :-1]), residuals, 1, scale
+
+    @staticmethod
+    def _check_primal_memory(fm, n_samples, width, n_components):
+        check_memory(
+            _primal_memory_bytes(n_samples, width, n_components),
+            "X",
+            f"a {type(fm).__name__} kernel PCA fit of {n_samples} samples with {width} features",
+        )
 
     def _fit_dask_matrix_free(self, dX, n_components):
         """Matrix-free eigenpairs with each block product run as Dask tasks over row partitions."""
