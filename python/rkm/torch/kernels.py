@@ -223,16 +223,15 @@ class _RBF(torch.autograd.Function):
         Xs = X - shift
         Ys = Xs if Y is None else Y - shift
         sq_x = (Xs * Xs).sum(dim=1)
+        sq_y = None if Y is None else (Ys * Ys).sum(dim=1)
         g = gamma.to(X.dtype)
-        keep_d2 = ctx.needs_input_grad[2]
-        if Y is None:
-            d2 = _symmetric_squared_distances(Xs, sq_x)
-        else:
-            d2 = torch.addmm((Ys * Ys).sum(dim=1).unsqueeze(0), Xs, Ys.mT, alpha=-2.0)
-            d2.add_(sq_x.unsqueeze(1)).clamp_(min=0.0)
-        # d2 is needed again only for gamma's gradient; otherwise K takes its memory.
-        K = torch.exp(d2 * -g) if keep_d2 else d2.mul_(-g).exp_()
-        ctx.save_for_backward(Xs, None if Y is None else Ys, g, K, d2 if keep_d2 else None)
+        if ctx.needs_input_grad[2]:  # gamma's gradient needs d2 itself
+            d2 = _scaled_squared_distances(Xs, None if Y is None else Ys, sq_x, sq_y, 1.0)
+            K = torch.exp(d2 * -g)
+        else:  # -gamma d2 straight from the GEMM, then exp in place: one N x N buffer
+            d2 = None
+            K = _scaled_squared_distances(Xs, None if Y is None else Ys, sq_x, sq_y, -float(g)).exp_()
+        ctx.save_for_backward(Xs, None if Y is None else Ys, g, K, d2)
         ctx.symmetric = Y is None
         return K
 
@@ -245,15 +244,15 @@ class _RBF(torch.autograd.Function):
             # K is symmetric, so B + B^T = (dL/dK + dL/dK^T) * K: one N x N temporary.
             S = (grad_K + grad_K.mT).mul_(K)
             if ctx.needs_input_grad[0]:
-                grad_X = (-2.0 * g) * (S.sum(dim=1, keepdim=True) * Xs - S @ Xs)
+                grad_X = torch.addmm(S.sum(dim=1, keepdim=True) * Xs, S, Xs, alpha=-1.0).mul_(-2.0 * g)
             if ctx.needs_input_grad[2]:
                 grad_gamma = -0.5 * (S * d2).sum()
             return grad_X, None, grad_gamma
         B = grad_K * K
         if ctx.needs_input_grad[0]:
-            grad_X = (-2.0 * g) * (B.sum(dim=1, keepdim=True) * Xs - B @ Ys)
+            grad_X = torch.addmm(B.sum(dim=1, keepdim=True) * Xs, B, Ys, alpha=-1.0).mul_(-2.0 * g)
         if ctx.needs_input_grad[1]:
-            grad_Y = (-2.0 * g) * (B.sum(dim=0).unsqueeze(1) * Ys - B.mT @ Xs)
+            grad_Y = torch.addmm(B.sum(dim=0).unsqueeze(1) * Ys, B.mT, Xs, alpha=-1.0).mul_(-2.0 * g)
         if ctx.needs_input_grad[2]:
             grad_gamma = -(B * d2).sum()
         return grad_X, grad_Y, grad_gamma
@@ -264,26 +263,27 @@ _SYMMETRIC_BLOCKS = 4
 _SYMMETRIC_MIN_ROWS = 512
 
 
-def _symmetric_squared_distances(Xs, sq):
-    """||x_i - x_j||^2 from the norms trick, clamped at 0, diagonal exactly 0: the lower block triangle by GEMMs
-    written in place (BLAS takes the strided views), then mirrored."""
+def _scaled_squared_distances(Xs, Ys, sq_x, sq_y, scale):
+    """scale * max(||x_i - y_j||^2, 0) from the norms trick, the scale folded into the GEMM; with Ys None exactly
+    symmetric with a zero diagonal, and only the lower block triangle multiplied (BLAS writes the strided views
+    in place), then mirrored."""
+    clamp = {"min": 0.0} if scale > 0 else {"max": 0.0}
+    if Ys is not None:
+        E = torch.addmm(sq_y.unsqueeze(0), Xs, Ys.mT, beta=scale, alpha=-2.0 * scale)
+        return E.add_(sq_x.unsqueeze(1), alpha=scale).clamp_(**clamp)
     n = Xs.shape[0]
-    if n < _SYMMETRIC_MIN_ROWS:
-        d2 = torch.addmm(sq.unsqueeze(0), Xs, Xs.mT, alpha=-2.0)
-        d2.add_(sq.unsqueeze(1)).clamp_(min=0.0)
-        _mirror_lower(d2)
-    else:
-        d2 = torch.empty((n, n), dtype=Xs.dtype, device=Xs.device)
-        edges = [n * k // _SYMMETRIC_BLOCKS for k in range(_SYMMETRIC_BLOCKS + 1)]
-        for r0, r1 in zip(edges[:-1], edges[1:], strict=True):
-            block = d2[r0:r1, :r1]
-            torch.addmm(sq[:r1].unsqueeze(0), Xs[r0:r1], Xs[:r1].mT, alpha=-2.0, out=block)
-            block.add_(sq[r0:r1].unsqueeze(1)).clamp_(min=0.0)
-            _mirror_lower(d2[r0:r1, r0:r1])
-        for r0, r1 in zip(edges[:-1], edges[1:], strict=True):
-            d2[r0:r1, r1:] = d2[r1:, r0:r1].mT
-    d2.diagonal().zero_()  # exact k(x, x) = 1, and a well-defined zero gradient there
-    return d2
+    blocks = _SYMMETRIC_BLOCKS if n >= _SYMMETRIC_MIN_ROWS else 1
+    edges = [n * k // blocks for k in range(blocks + 1)]
+    E = torch.empty((n, n), dtype=Xs.dtype, device=Xs.device)
+    for r0, r1 in zip(edges[:-1], edges[1:], strict=True):
+        block = E[r0:r1, :r1]
+        torch.addmm(sq_x[:r1].unsqueeze(0), Xs[r0:r1], Xs[:r1].mT, beta=scale, alpha=-2.0 * scale, out=block)
+        block.add_(sq_x[r0:r1].unsqueeze(1), alpha=scale).clamp_(**clamp)
+        _mirror_lower(E[r0:r1, r0:r1])
+    for r0, r1 in zip(edges[:-1], edges[1:], strict=True):
+        E[r0:r1, r1:] = E[r1:, r0:r1].mT
+    E.diagonal().zero_()  # exact k(x, x) = 1, and a well-defined zero gradient there
+    return E
 
 
 def _mirror_lower(D):
