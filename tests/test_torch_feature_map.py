@@ -160,11 +160,12 @@ def test_cnn_with_input_shape_on_digits():
 # ------------------------------------------------------------------ the models, against the linear path on phi(X)
 
 
-def test_kernel_pca_equals_linear_kernel_pca_on_the_features():
+@pytest.mark.parametrize("center", [True, False])
+def test_kernel_pca_equals_linear_kernel_pca_on_the_features(center):
     net, X, X_new = _net(), _data(), _data(20, seed=1)
     Phi, Phi_new = _features(net, X), _features(net, X_new)
-    model = KernelPCA(3, feature_map=FeatureMap(net)).fit(X)
-    expected = KernelPCA(3, kernel="linear").fit(Phi)
+    model = KernelPCA(3, feature_map=FeatureMap(net), center=center).fit(X)
+    expected = KernelPCA(3, kernel="linear", center=center).fit(Phi)
     np.testing.assert_allclose(model.eigenvalues_, expected.eigenvalues_, rtol=1e-10)
     _assert_equal_up_to_signs(model.transform(X_new), expected.transform(Phi_new))
     _assert_equal_up_to_signs(model.H_, expected.H_)
