@@ -8,14 +8,17 @@ values agree with the compiled core to about 1e-15 relative (the tests ask 1e-12
 Numerics, chosen to give the core's values and well-defined gradients:
 
 - ``rbf``: squared distances from the norms trick ||x||^2 + ||y||^2 - 2 x^T y on both sets shifted by the mean of X
-  (which removes most of the cancellation, as the core does), clamped at 0; with Y None the diagonal is exactly
-  0 (K_ii = 1). A custom autograd function computes the backward analytically from K: two N x N temporaries and
-  one GEMM per input, instead of autograd's chain through each elementwise step.
+  (which removes most of the cancellation, as the core does), clamped at 0; with Y None K is exactly symmetric
+  with the diagonal exactly 1 (d = 0 there, so the gradient at d = 0 is the well-defined 0), and only the lower
+  block triangle of the GEMM is computed. A custom autograd function gives the backward analytically from K:
+  one N x N temporary and one GEMM per input, instead of autograd's chain through each elementwise step. That
+  backward is not itself differentiable: second derivatives through an rbf kernel matrix raise RuntimeError.
 - ``laplacian``: :func:`torch.cdist` with p = 1, whose backward uses sign(0) = 0: at equal points the gradient is
   the subgradient 0 for that coordinate, the convention of :func:`rkm.kernels.kernel_gradient`.
-- ``cosine``, ``tanimoto``: a zero row gives k = 0 with every other row and with itself (``cosine``: also when
-  only one of the two is zero), as the core and RDKit do; its gradient is 0 (the kernel is not differentiable
-  there). The diagonal of K(X, X) is exactly 1 (0 for zero rows).
+- ``cosine``, ``tanimoto``: as the core (and RDKit for tanimoto), k(0, y) = 0 for cosine, and k(0, 0) = 0 for
+  tanimoto (two empty fingerprints share no bit); where the kernel is not differentiable (a zero row for cosine,
+  two zero rows for tanimoto) the gradient is taken as 0, never NaN. The diagonal of K(X, X) is exactly 1 (0 for
+  a zero row).
 - ``poly``: (gamma x^T y + coef0)^degree; a non-integer degree with a negative base raises ValueError naming
   ``degree``, as the core does.
 """
