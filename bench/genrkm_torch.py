@@ -24,14 +24,27 @@ constants and each subsection).
     python bench/genrkm_torch.py                  # all parts, about 60 minutes on 2 shared cores
     python bench/genrkm_torch.py --part mnist
     python bench/genrkm_torch.py --quick          # small sizes, one epoch (a smoke test, a few minutes)
+    python bench/genrkm_torch.py --part mnist --from-records   # rewrite a subsection's text from its records
 """
 
+import json
 import time
 import warnings
 
 import numpy as np
 import torch
-from _common import FIGURES, load_average, log, pinned_threads, script_parser, timed, write_bench_part
+from _common import (
+    FIGURES,
+    RESULTS,
+    _subsections,
+    load_average,
+    log,
+    pinned_threads,
+    script_parser,
+    timed,
+    write_bench_part,
+    write_subsection,
+)
 from _genrkm_torch_eval import CLASSIFIER_EPOCHS, FeatureClassifier, frechet_distance, plot_models
 from genrkm import CONSISTENCY_TARGET, DRAWS, KNN, N_GENERATED, _score_samples, markdown_table
 from sklearn.neighbors import KNeighborsClassifier
@@ -264,21 +277,52 @@ def part_fashion(quick, n_threads):
 
 
 def run_part(part, args):
+    """(records, figures) of one part."""
     if part == "mnist":
-        records, figures = part_mnist(args.quick, args.n_threads)
-        return records, generation_table(records) + "\n\n" + paper_table1(records) + READINGS["mnist"], figures
+        return part_mnist(args.quick, args.n_threads)
     if part == "fashion":
-        records, figures = part_fashion(args.quick, args.n_threads)
-        return records, generation_table(records) + READINGS["fashion"], figures
+        return part_fashion(args.quick, args.n_threads)
     if part == "sprites":
         import _genrkm_torch_sprites
 
-        records, text, figures = _genrkm_torch_sprites.run(args.quick, args.n_threads, SEED)
-        return records, text + READINGS["sprites"], figures
+        records, _, figures = _genrkm_torch_sprites.run(args.quick, args.n_threads, SEED)
+        return records, figures
     import _genrkm_torch_perf
 
-    records, text, figures = _genrkm_torch_perf.run(PERF["quick" if args.quick else "full"], args.n_threads, SEED)
-    return records, text + READINGS["perf"], figures
+    records, _, figures = _genrkm_torch_perf.run(PERF["quick" if args.quick else "full"], args.n_threads, SEED)
+    return records, figures
+
+
+def render(part, records):
+    """The subsection's text from the part's records, with its reading."""
+    if part == "mnist":
+        text = generation_table(records) + "\n\n" + paper_table1(records)
+    elif part == "fashion":
+        text = generation_table(records)
+    elif part == "sprites":
+        import _genrkm_torch_sprites
+
+        text = _genrkm_torch_sprites.markdown(records)
+    else:
+        import _genrkm_torch_perf
+
+        text = _genrkm_torch_perf.markdown(records)
+    reading = "" if records.get("quick") else READINGS[part]
+    return text + (f"\n\nReading: {reading}" if reading else "")
+
+
+def rewrite_from_records(part):
+    """Rewrite a subsection from its saved records (new tables or reading), keeping its first paragraph: the
+    provenance, facts, records and plots of the run that measured the numbers."""
+    records = json.loads((FIGURES / f"genrkm_torch_{part}.json").read_text())
+    current = _subsections(RESULTS, HEADING).get(TITLES[part])
+    if current is None:
+        raise SystemExit(f"--from-records: no subsection {TITLES[part]!r} in {RESULTS} to keep the provenance of")
+    first = current.split("\n\n")[0]
+    write_subsection(
+        RESULTS, HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part], first + "\n\n" + render(part, records)
+    )
+    log(f"rewrote {TITLES[part]!r} from bench/figures/genrkm_torch_{part}.json")
 
 
 # Hand-written readings of the measured numbers (the default run's), appended to each subsection.
@@ -286,15 +330,19 @@ READINGS = {"mnist": "", "fashion": "", "sprites": "", "perf": ""}
 
 
 def main():
-    args = script_parser(__doc__, PARTS, quick="small sizes, one epoch (a smoke test)").parse_args()
+    parser = script_parser(__doc__, PARTS, quick="small sizes, one epoch (a smoke test)", from_records=True)
+    args = parser.parse_args()
     FIGURES.mkdir(exist_ok=True)
     for part in args.part:
+        if args.from_records:
+            rewrite_from_records(part)
+            continue
         start, load = time.perf_counter(), load_average()
         log(f"part {part}")
         with warnings.catch_warnings(), pinned_threads(args.n_threads):
             warnings.simplefilter("ignore", UserWarning)
             torch.set_num_threads(args.n_threads)
-            records, text, figures = run_part(part, args)
+            records, figures = run_part(part, args)
         records = {**records, "torch_threads": torch.get_num_threads(), "quick": args.quick}
         facts = (
             f"torch.set_num_threads({args.n_threads}); 1-minute load average {load:.1f} at the start, "
@@ -302,7 +350,14 @@ def main():
         )
         section = (HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part])
         write_bench_part(
-            "bench/genrkm_torch.py", f"genrkm_torch_{part}", records, text, figures, facts, args.n_threads, section
+            "bench/genrkm_torch.py",
+            f"genrkm_torch_{part}",
+            records,
+            render(part, records),
+            figures,
+            facts,
+            args.n_threads,
+            section,
         )
 
 
