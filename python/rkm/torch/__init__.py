@@ -20,25 +20,27 @@ from rkm.torch.energy import (
     kpca_from_kernels,
     stabilized_objective,
 )
-from rkm.torch.kernels import center_kernel
-
-# helper N: kernels and stiefel imports
 from rkm.torch.feature_map import FeatureMap
 from rkm.torch.gen_rkm import ExplicitGenRKM
+from rkm.torch.kernels import center_kernel, kernel_matrix
 from rkm.torch.networks import conv_decoder, conv_encoder, default_networks, mlp_decoder, mlp_encoder
+from rkm.torch.stiefel import CayleyAdam, StiefelLinear
 from rkm.torch.vae import VAE, BetaVAE
 
 __all__ = [
     "VAE",
     "BetaVAE",
+    "CayleyAdam",
     "ExplicitGenRKM",
     "FeatureMap",
     "KPCAStep",
+    "StiefelLinear",
     "center_kernel",
     "conv_decoder",
     "conv_encoder",
     "default_networks",
     "eigh_descending",
+    "kernel_matrix",
     "kpca",
     "kpca_energy",
     "kpca_from_kernels",

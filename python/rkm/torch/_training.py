@@ -112,27 +112,36 @@ class _NetworkModel(LatentGenerationMixin, BaseEstimator):
                 raise ValueError(f"{name}: must have one entry per view ({len(arrays)}), got {len(value)}")
 
     def _build(self, arrays):
-        """The fitted networks: copies of the user's modules (never trained in place) or Table 3's defaults."""
-        encoders, decoders = [], []
+        """The fitted networks: copies of the user's modules (never trained in place) or Table 3's defaults (a
+        default pre-image network takes the width of the view's feature network)."""
+        encoders, decoders, widths = [], [], []
         for index, X in enumerate(arrays):
-            shape = None if self.image_shapes is None else self.image_shapes[index]
-            encoder, decoder = default_networks(X.shape[1], shape, label=index in self.label_views_)
-            encoders.append(self._network("feature_networks", index, encoder))
-            decoders.append(self._network("preimage_networks", index, decoder))
-        self.feature_networks_ = nn.ModuleList(encoders).to(self.device_, self.dtype_)
-        self.preimage_networks_ = nn.ModuleList(decoders).to(self.device_, self.dtype_)
-        probe = [self._tensor(X[:2]) for X in arrays]
-        with torch.no_grad():
-            widths = [self._checked_features(net, x, index) for index, (net, x) in enumerate(zip(encoders, probe))]
+            options = {
+                "image_shape": None if self.image_shapes is None else self.image_shapes[index],
+                "label": index in self.label_views_,
+            }
+            encoder = self._network("feature_networks", index, lambda: default_networks(X.shape[1], **options)[0])
+            encoder = encoder.to(self.device_, self.dtype_)
+            with torch.no_grad():
+                widths.append(self._checked_features(encoder, self._tensor(X[:2]), index))
+            decoder = self._network(
+                "preimage_networks",
+                index,
+                lambda: default_networks(X.shape[1], **options, n_features=widths[-1])[1],  # noqa: B023
+            )
+            encoders.append(encoder)
+            decoders.append(decoder.to(self.device_, self.dtype_))
+        self.feature_networks_, self.preimage_networks_ = nn.ModuleList(encoders), nn.ModuleList(decoders)
         self.feature_widths_ = widths
         self._build_heads(widths)
-        self._check_preimage_shapes(probe, widths)
+        self._check_preimage_shapes([self._tensor(X[:2]) for X in arrays], widths)
 
     def _network(self, name, index, default):
+        """The user's module for this view (a copy), or ``default()`` for "auto"."""
         given = getattr(self, name)
         entry = "auto" if isinstance(given, str) else given[index]
         if isinstance(entry, str) and entry == "auto":
-            return default
+            return default()
         if not isinstance(entry, nn.Module):
             raise TypeError(f"{name}[{index}]: must be a torch.nn.Module or 'auto', got {type(entry).__name__}")
         return copy.deepcopy(entry)
@@ -174,12 +183,12 @@ class _NetworkModel(LatentGenerationMixin, BaseEstimator):
                     self._progress(f"stopped: no relative improvement of {self.tol:g} for {stale} epochs")
                     break
             else:
-                if self.n_iter_no_change <= self.max_epochs:
-                    warn(
-                        f"{type(self).__name__}: max_epochs = {self.max_epochs} reached while the loss was still "
-                        "improving; raise max_epochs for a converged fit",
-                        ConvergenceWarning,
-                    )
+                warn(
+                    f"{type(self).__name__}: max_epochs = {self.max_epochs} reached before the loss stopped improving "
+                    f"(by tol = {self.tol:g} within n_iter_no_change = {self.n_iter_no_change} epochs); raise "
+                    "max_epochs for a converged fit",
+                    ConvergenceWarning,
+                )
         except KeyboardInterrupt:
             warn(
                 f"{type(self).__name__}: interrupted during epoch {epoch}; keeping the weights of the last finished "

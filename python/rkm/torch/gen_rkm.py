@@ -195,7 +195,11 @@ class ExplicitGenRKM(_NetworkModel):
 
     def _batch_loss(self, batch):
         features = [net(x) for net, x in zip(self.feature_networks_, batch, strict=True)]
-        step = kpca(features, self.n_components, self.etas_, form=self.form)
+        try:
+            step = kpca(features, self.n_components, self.etas_, form=self.form)
+        except torch.linalg.LinAlgError:
+            # Features so large that their covariance overflows: the loop reports it as a divergence.
+            return torch.tensor(float("nan")), {}
         reconstruction = 0.0
         for x, net, mean, U in zip(batch, self.preimage_networks_, step.means, step.U, strict=True):
             output = net(mean + step.H @ U.mT)

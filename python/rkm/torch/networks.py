@@ -104,7 +104,7 @@ def image_shape_of(n_inputs: int) -> tuple[int, int, int] | None:
 
 
 def default_networks(
-    n_inputs: int, image_shape: Sequence[int] | None = None, *, label: bool = False
+    n_inputs: int, image_shape: Sequence[int] | None = None, *, label: bool = False, n_features: int | None = None
 ) -> tuple[nn.Module, nn.Module]:
     """Table 3's feature and pre-image networks for a view of n_inputs columns.
 
@@ -119,6 +119,9 @@ def default_networks(
     label : bool, default=False
         A label view: Table 3's fully connected 15-20 network (also used for views of at most 20 columns);
         other vector views get hidden layers of 256 and 128 units.
+    n_features : int or None, default=None
+        The feature width (None: Table 3's, 128 for images, the last hidden width otherwise); the pre-image
+        network takes features of this width (e.g. those of a user's feature network).
 
     Returns
     -------
@@ -130,8 +133,11 @@ def default_networks(
         if math.prod(shape) != n_inputs:
             raise ValueError(f"image_shape: {shape} holds {math.prod(shape)} values, the view has {n_inputs}")
         channels = IMAGE_CHANNELS.get(shape) or _doubling_channels(shape)
-        return conv_encoder(shape, channels), conv_decoder(shape, channels)
+        width = N_FEATURES if n_features is None else n_features
+        return conv_encoder(shape, channels, width), conv_decoder(shape, channels, width)
     widths = LABEL_WIDTHS if label or n_inputs <= LABEL_WIDTHS[-1] else VECTOR_WIDTHS
+    if n_features is not None:
+        widths = (*widths[:-1], n_features)
     return mlp_encoder(n_inputs, widths), mlp_decoder(n_inputs, widths)
 
 
