@@ -2,18 +2,24 @@
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 
 import pytest
 
 import rkm
 
+# rkm.torch needs the optional PyTorch: without it, its modules are not importable and not checked.
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
 # Every public module: the package itself, its shared modules and the model families; private modules
 # (a leading underscore) and the command line are not documentation.
 PUBLIC_MODULES = ["rkm"] + [
     info.name
     for info in pkgutil.walk_packages(rkm.__path__, "rkm.")
-    if not any(part.startswith("_") for part in info.name.split(".")) and not info.name.startswith("rkm.cli")
+    if not any(part.startswith("_") for part in info.name.split("."))
+    and not info.name.startswith("rkm.cli")
+    and (HAS_TORCH or not info.name.startswith("rkm.torch"))
 ]
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

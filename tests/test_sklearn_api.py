@@ -105,6 +105,23 @@ ESTIMATORS = [
     rkm.RKMForecaster(3, n_components=2),
 ]
 
+# rkm.torch's estimators when the optional PyTorch is installed (float64, so that a transform of a subset equals
+# that of the whole at the checks' 1e-7: float32 matrix products round differently by batch size).
+try:
+    import torch
+except ImportError:
+    TORCH_ESTIMATORS = []
+else:
+    from rkm.torch import VAE, BetaVAE, ExplicitGenRKM, FeatureMap
+
+    TORCH_ESTIMATORS = [
+        ExplicitGenRKM(2, max_epochs=2, n_mixture=2, dtype="float64", random_state=0),
+        VAE(2, max_epochs=2, dtype="float64", random_state=0),
+        BetaVAE(2, max_epochs=2, dtype="float64", random_state=0),
+        FeatureMap(torch.nn.Tanh()),
+    ]
+ESTIMATORS += TORCH_ESTIMATORS
+
 # RKMForecaster.fit reads a 2-D X as n_features series (time along the rows) and predict takes a number of
 # steps: the checks that call predict with an X, or that expect a 1-D X to be refused, cannot apply.
 _PREDICT_TAKES_STEPS = "predict takes a number of steps (or steps and a context segment), not an X"
@@ -205,6 +222,7 @@ def test_get_set_params_round_trip():
 PUBLIC_ESTIMATORS = [getattr(rkm, name) for name in rkm.__all__ if isinstance(getattr(rkm, name), type)] + [
     Nystroem,
     RandomFourierFeatures,
+    *(type(estimator) for estimator in TORCH_ESTIMATORS),
 ]
 
 
@@ -240,11 +258,14 @@ def test_validate_params_is_scikit_learns(cls):
 
 def _default_instance(cls):
     """An instance with the parameters that have no default filled in."""
-    required = {"n_components": 2, "lag": 3}
     parameters = inspect.signature(cls.__init__).parameters.values()
-    return cls(
-        **{p.name: required[p.name] for p in parameters if p.default is inspect.Parameter.empty and p.name != "self"}
-    )
+    required = {p.name for p in parameters if p.default is inspect.Parameter.empty and p.name != "self"}
+    values = {"n_components": 2, "lag": 3}
+    if "module" in required:  # rkm.torch.FeatureMap
+        import torch
+
+        values["module"] = torch.nn.Tanh()
+    return cls(**{name: values[name] for name in required})
 
 
 # ------------------------------------------------------------------------------- array layouts and ownership

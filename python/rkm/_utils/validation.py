@@ -38,6 +38,18 @@ def check_matrix(X, name, *, min_samples=1, min_features=1, copy=False):
         raise
 
 
+def is_view_list(views):
+    """Whether `views` is a list of views: a list or tuple, unless every entry is a list or tuple of numbers,
+    which is the rows of one 2-D array (scikit-learn reads a list of lists so)."""
+    if not isinstance(views, (list, tuple)) or not views:
+        return isinstance(views, (list, tuple))
+    rows = all(
+        isinstance(entry, (list, tuple)) and all(isinstance(value, numbers.Number) for value in entry)
+        for entry in views
+    )
+    return not rows
+
+
 def check_positive(value, name, *, allow_none=False):
     """Validate a strictly positive finite real number."""
     if value is None and allow_none:

@@ -50,6 +50,7 @@ from rkm._utils.validation import (
     TOL,
     VERBOSE,
     check_matrix,
+    is_view_list,
     kernel_constraints,
 )
 from rkm._utils.warn import warn
@@ -173,18 +174,6 @@ def _check_views(views, n_views=None, missing=(), n_columns=None, why="", names=
     if len(set(rows)) > 1:
         raise ValueError(f"views: all views need the same number of rows, got {rows}")
     return arrays
-
-
-def _is_view_list(views):
-    """Whether `views` is a list of views: a list or tuple, unless every entry is a list or tuple of numbers,
-    which is the rows of one 2-D array (scikit-learn reads a list of lists so)."""
-    if not isinstance(views, (list, tuple)) or not views:
-        return isinstance(views, (list, tuple))
-    rows = all(
-        isinstance(entry, (list, tuple)) and all(isinstance(value, numbers.Number) for value in entry)
-        for entry in views
-    )
-    return not rows
 
 
 def _per_view(value, name, n_views):
@@ -703,7 +692,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             raise ValueError(
                 f"views: must be a non-empty list or tuple of arrays (one per view), or one 2-D array, got {views!r:.80}"
             )
-        if _is_view_list(views):
+        if is_view_list(views):
             self.view_columns_ = None
             return _check_views(views, n_views, why=" (one per entry of kernel)", copy=True), None
         X = validate_data(self, views, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2, reset=True)
@@ -715,7 +704,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     def _new_arrays(self, views, missing=()):
         """The views of new points: a list of views, or a single array split as at fit (its columns of the views
         `missing` are ignored and may be NaN)."""
-        if _is_view_list(views):
+        if is_view_list(views):
             return _check_views(views, self.n_views_, missing, self.input_dims_)
         X = validate_data(
             self,

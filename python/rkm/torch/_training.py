@@ -17,17 +17,17 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from rkm._utils.exceptions import DivergenceError
 from rkm._utils.generation import LatentGenerationMixin, check_label_views
 from rkm._utils.progress import Progress
 from rkm._utils.threads import thread_count
-from rkm._utils.validation import N_THREADS, POSITIVE, POSITIVE_INT, RANDOM_STATE, VERBOSE
+from rkm._utils.validation import N_THREADS, POSITIVE, POSITIVE_INT, RANDOM_STATE, VERBOSE, is_view_list
 from rkm._utils.warn import warn
 from rkm.exceptions import ConvergenceWarning
 from rkm.torch.networks import default_networks
@@ -35,10 +35,11 @@ from rkm.torch.networks import default_networks
 # Rows pushed through the networks at once outside training (transform, decode, the final pass).
 INFERENCE_ROWS = 1024
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+FLOAT_TYPES = [np.float64, np.float32]
 SAVE_FORMAT = 1
 
 
-class _NetworkModel(LatentGenerationMixin, BaseEstimator):
+class _NetworkModel(LatentGenerationMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Views in, per-view feature networks phi_v and pre-image networks psi_v, trained with Adam on mini-batches.
 
     Subclasses define ``_build_heads(widths)`` (modules between the features and the latents, or none),
@@ -257,21 +258,25 @@ class _NetworkModel(LatentGenerationMixin, BaseEstimator):
     # ------------------------------------------------------------------ inference
 
     def _check_views(self, views, reset=False):
-        """Float arrays (n, p_v), one per view, with the same n; checked against the training widths."""
-        if isinstance(views, np.ndarray | torch.Tensor) or not isinstance(views, Sequence):
-            views = [views]
-        arrays = []
-        for index, X in enumerate(views):
-            if isinstance(X, torch.Tensor):
-                X = X.detach().cpu().numpy()
-            arrays.append(
-                check_array(X, dtype=[np.float64, np.float32], input_name=f"views[{index}]", ensure_min_samples=2)
-            )
+        """Float arrays (n, p_v), one per view, with the same n; checked against the training widths.
+
+        A list or tuple of arrays is a list of views (unless it is the rows of one 2-D array); anything else is
+        one array, a single view, validated as scikit-learn does (``n_features_in_``, feature names).
+        """
+        min_samples = 2 if reset else 1
+        if not is_view_list(views):
+            if not reset and self.n_views_ != 1:
+                raise ValueError(f"views: the model has {self.n_views_} views; pass a list of {self.n_views_} arrays")
+            views = [validate_data(self, _numpy(views), dtype=FLOAT_TYPES, ensure_min_samples=min_samples, reset=reset)]
+        arrays = [
+            check_array(_numpy(X), dtype=FLOAT_TYPES, input_name=f"views[{index}]", ensure_min_samples=min_samples)
+            for index, X in enumerate(views)
+        ]
         if any(X.shape[0] != arrays[0].shape[0] for X in arrays):
             raise ValueError(f"views: must have the same number of rows, got {[X.shape[0] for X in arrays]}")
         widths = [X.shape[1] for X in arrays]
         if reset:
-            self.n_views_, self.input_dims_ = len(arrays), widths
+            self.n_views_, self.input_dims_, self.n_features_in_ = len(arrays), widths, sum(widths)
         elif widths != self.input_dims_:
             raise ValueError(f"views: must have the training widths {self.input_dims_}, got {widths}")
         return arrays
@@ -325,6 +330,11 @@ class _NetworkModel(LatentGenerationMixin, BaseEstimator):
     def _block_rows(self):
         return INFERENCE_ROWS
 
+    @property
+    def _n_features_out(self):
+        """The latents' width, for get_feature_names_out."""
+        return self.n_components
+
     # ------------------------------------------------------------------ persistence
 
     def save(self, path) -> None:
@@ -370,6 +380,11 @@ class _NetworkModel(LatentGenerationMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+
+def _numpy(X):
+    """A torch tensor as a NumPy array (on the CPU), anything else unchanged."""
+    return X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else X
 
 
 @contextmanager
