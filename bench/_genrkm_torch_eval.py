@@ -14,7 +14,7 @@ import scipy.linalg
 import torch
 from torch import nn
 
-CLASSIFIER_EPOCHS = 10
+CLASSIFIER_EPOCHS = 4
 CLASSIFIER_BATCH = 64
 CLASSIFIER_LR = 1e-3
 FEATURE_WIDTH = 64
