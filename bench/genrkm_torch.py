@@ -327,7 +327,59 @@ def rewrite_from_records(part):
 
 
 # Hand-written readings of the measured numbers (the default run's), appended to each subsection.
-READINGS = {"mnist": "", "fashion": "", "sprites": "", "perf": ""}
+READINGS = {
+    "mnist": (
+        "Gen-RKM's samples are much closer to the real digits than the VAE's at both latent sizes, FD 30.4 against "
+        "100.3 at s = 10 and 29.8 against 299.5 at s = 30 (floor 1.3), the paper's ordering (Table 1: 89.8 against "
+        "250 and 130.5 against 234.7), and its reconstructions too (FD 23.1 against 53.8, squared error 14.6 against "
+        "16.8 at s = 10). The VAE's jump at s = 30 comes with only 237 steps (3 epochs of batch 64): its N(0, I) "
+        "samples land where the short training left the prior and the posterior apart, while Gen-RKM draws from a "
+        "mixture fitted to its training latents. The two latent sizes had different training budgets, so the "
+        "paper's trend with s (Gen-RKM slightly worse, the VAE better with more latents) is not tested here. Label "
+        "consistency misses the 0.9 target: 0.668 (lowest draw 0.653) for Gen-RKM at s = 10 after 1100 steps of "
+        "batch 32, 0.558 for the VAE. The samples are diverse (271 distinct nearest training digits of 300, all 10 "
+        "classes), so this is not the easy score of blurred class averages; the label path is what lags: the label "
+        "view reconstructed from both views is right for 72% of the training digits only (VAE 82%). Each batch's "
+        "top-10 subspace of 32 points has to carry the image and the label, a noisy target for the label networks; "
+        "issue 25's prototype passed 0.9 after about 1000 steps of batch 256, about 50 epochs of this subset, which "
+        "the load of this run (an epoch of Gen-RKM at batch 32 took about 135 s at load 7-9, against 3.3 s at batch "
+        "256 and load 2.5 in the perf subsection) did not allow. At s = 30 the label path has not trained in 237 "
+        "steps (label from image 0.26, 5 classes generated): a budget miss, not a property of the model. The fit "
+        "seconds of the rows come from different loads and do not compare the models' speed (see perf)."
+    ),
+    "fashion": (
+        "Same ordering on 1000 Fashion-MNIST images after 256 steps: Gen-RKM FD 10.0 against the VAE's 49.0 (floor "
+        "0.50), reconstructions 8.4 against 10.6. The label view has not trained in 256 steps (consistency 0.38 and "
+        "0.20, 4 and 6 classes generated, label from image 0.32), and the feature classifier is weak on 800 training "
+        "images (held-out accuracy 0.665), so this feature space is coarse: the FD ordering is the result, the label "
+        "columns are a budget miss."
+    ),
+    "sprites": (
+        "96 Adam steps only (the shared machine's load). The explicit Gen-RKM did not train: its final "
+        "reconstruction error, 333.4 at s = 2 and at s = 10, is the mean number of white pixels per image (333.37), "
+        "so its pre-image network outputs an all-black image. A separate check (256 sprites, s = 2, batch 64, lr "
+        "1e-3) shows why: after 16 steps the feature norms are about 400 and the pre-sigmoid outputs about -140, a "
+        "saturated sigmoid with no gradient left; at Table 3's lr 1e-4 it does not saturate but has not left the "
+        "start after 32 steps. The VAE and beta-VAE, with the same networks and steps, reach 177 and 184 (s = 2) and "
+        "78 and 100 (s = 10); their decoders start from a linear map of a unit-scale latent. The explicit rows "
+        "thus score a feature network trained through a dead decoder (at s = 10 its latents still follow both "
+        "positions, |r| 0.93, forest D 0.93 and I 0.07; at s = 2 only y) and say little about the paper's Gen-RKM. "
+        "The implicit Gen-RKM, which needs no training, gives the cleanest s = 2 code (both positions, |r| 0.90 and "
+        "0.89; Lasso D / C / I 0.51 / 0.51 / 0.43 against the paper's 0.72 / 0.71 / 0.64). The VAE at s = 2 "
+        "entangles the positions (Lasso D 0.02, C 0.01; paper 0.04, 0.01) and the beta-VAE less so (0.14, 0.14; "
+        "paper 0.13, 0.40), the paper's pattern. At s = 10 the forest's informativeness is 0.07-0.09 for every "
+        "model (paper 0.06-0.28) and the VAEs' Lasso D (0.82, 0.81) is far above the paper's 0.11 and 0.53."
+    ),
+    "perf": (
+        "At batch 256 the eigen step (19 primal 148 x 148 eigenproblems and a dual one for the last batch of 136 "
+        "rows, forward and backward) takes 0.12 s of a 3.3 s epoch, 3.6% (target under 20%), and the Gen-RKM epoch "
+        "is 1.01x the VAE's (median per batch 1.02x; target within 1.5x): both targets met. The two models run the "
+        "same networks, which are 96% of the step; the VAE's linear heads and sampling cost about what the eigen "
+        "step does. Measured at load 2.5; the fit seconds of the MNIST subsection (Gen-RKM 944 s against the VAE's "
+        "481 s) come from periods of load 7-9, when 2 OpenMP threads stall behind other processes, and are not a "
+        "speed comparison."
+    ),
+}
 
 
 def main():
