@@ -45,11 +45,14 @@ The beta-VAE rows come from the ``betavae`` part (records in bench/figures/disen
 
 import hashlib
 import json
+import re
 import time
 
 import numpy as np
 from _common import (
     FIGURES,
+    RESULTS,
+    _subsections,
     core_threads,
     load_average,
     log,
@@ -565,6 +568,14 @@ REPORTS = {
 }
 
 
+def _measuring_run(part):
+    """The command (and date) that measured a part's Constr-DRKM records, from its subsection in RESULTS.md: its
+    provenance, or, once the betavae part has rewritten it, the run that note names."""
+    text = _subsections(RESULTS, HEADING).get(TITLES[part], "")
+    named = re.search(r"the records of (`[^`]+` on \S+)", text) or re.search(r"Written by (`[^`]+` on \S+?):", text)
+    return named.group(1) if named and "--part betavae" not in named.group(1) else "an earlier run"
+
+
 def write_part(part, records, text, figures, elapsed, n_threads, note=""):
     facts = f"Load average {load_average():.1f}; {elapsed / 60:.1f} min" + (f". {note}" if note else "")
     section = (HEADING, INTRODUCTION, list(TITLES.values()), TITLES[part])
@@ -610,8 +621,8 @@ def main():
                     saved = json.loads((FIGURES / f"disentanglement_{other}.json").read_text())
                     text, figures = REPORTS[other](saved)
                     note = (
-                        f"Constr-DRKM and kernel PCA rows from the records of the run that wrote this part before "
-                        f"(bench/figures/disentanglement_{other}.json); beta-VAE rows from --part betavae"
+                        f"Constr-DRKM and kernel PCA rows: the records of {_measuring_run(other)} "
+                        f"(bench/figures/disentanglement_{other}.json); beta-VAE rows: --part betavae"
                     )
                     write_part(other, saved, text, figures, time.perf_counter() - start, args.n_threads, note)
                     log(f"part {other} rewritten with the beta-VAE rows")

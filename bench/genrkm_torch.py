@@ -21,7 +21,7 @@ in bench/figures/genrkm_torch_*:
 Threads: torch and BLAS pinned to ``--n-threads`` (default 2). Epochs are set by the CPU budget (see the
 constants and each subsection).
 
-    python bench/genrkm_torch.py                  # all parts, about 60 minutes on 2 shared cores
+    python bench/genrkm_torch.py                  # all parts: 42 min at load 2-9 (mnist 35, sprites 6)
     python bench/genrkm_torch.py --part mnist
     python bench/genrkm_torch.py --quick          # small sizes, one epoch (a smoke test, a few minutes)
     python bench/genrkm_torch.py --part mnist --from-records   # rewrite a subsection's text from its records
