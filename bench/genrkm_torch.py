@@ -21,8 +21,8 @@ in bench/figures/genrkm_torch_*:
 Threads: torch and BLAS pinned to ``--n-threads`` (default 2). Epochs are set by the CPU budget (see the
 constants and each subsection).
 
-    python bench/genrkm_torch.py                  # all parts: about 17 min at load 2-5 (mnist 10 at 1 thread)
-    python bench/genrkm_torch.py --part mnist --n-threads 1   # as run: 1 thread is faster on a busy machine
+    python bench/genrkm_torch.py                  # all parts: about 18 min at load 2-5 (mnist and sprites at 1 thread)
+    python bench/genrkm_torch.py --part mnist sprites --n-threads 1   # as run: 1 thread is faster on a busy machine
     python bench/genrkm_torch.py --part mnist
     python bench/genrkm_torch.py --quick          # small sizes, one epoch (a smoke test, a few minutes)
     python bench/genrkm_torch.py --part mnist --from-records   # rewrite a subsection's text from its records
