@@ -376,11 +376,6 @@ class _NetworkModel(LatentGenerationMixin, ClassNamePrefixFeaturesOutMixin, Tran
         model._set_mode(train=False)
         return model
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
-
 
 def _numpy(X):
     """A torch tensor as a NumPy array (on the CPU), anything else unchanged."""

@@ -147,7 +147,7 @@ def kpca_energy(
         explained = (H * (kernel @ H)).sum()
     else:
         views = _check_views(features, "features", H.shape[0])
-        etas = _check_eta(eta, len(views))
+        etas = check_eta(eta, len(views))
         explained = sum(((Phi.mT @ H) ** 2).sum() / e for Phi, e in zip(views, etas, strict=True))
     return -0.5 * explained + 0.5 * ((H * H).sum(dim=0) * eigenvalues).sum()
 
@@ -201,7 +201,7 @@ def kpca(
     KPCAStep
     """
     views = _check_views(features, "features")
-    etas = _check_eta(eta, len(views))
+    etas = check_eta(eta, len(views))
     if form not in FORMS:
         raise ValueError(f"form: must be one of {', '.join(map(repr, FORMS))}, got {form!r}")
     n_samples, width = views[0].shape[0], sum(Phi.shape[1] for Phi in views)
@@ -256,7 +256,7 @@ def kpca_from_kernels(
     for index, K in enumerate(matrices):
         if K.shape != (n_samples, n_samples):
             raise ValueError(f"kernels[{index}]: must be square {n_samples} x {n_samples}, got {tuple(K.shape)}")
-    etas = _check_eta(eta, len(matrices))
+    etas = check_eta(eta, len(matrices))
     _check_n_components(n_components, n_samples, f"the {n_samples} samples")
     kernel = sum((center_kernel(K) if center else K) / e for K, e in zip(matrices, etas, strict=True))
     eigenvalues, vectors = eigh_descending(kernel, broadening)
@@ -288,7 +288,8 @@ def _check_views(views, name, n_samples=None):
     return views
 
 
-def _check_eta(eta, n_views):
+def check_eta(eta, n_views):
+    """eta as one float per view: one number for every view, or a sequence of n_views numbers > 0."""
     etas = list(eta) if isinstance(eta, Sequence) else [eta] * n_views
     if len(etas) != n_views:
         raise ValueError(f"eta: must be one number or one per view ({n_views}), got {len(etas)}")

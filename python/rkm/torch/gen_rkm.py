@@ -16,7 +16,6 @@ Gaussian mixture fitted to H gives new latents (section 5), decoded by psi_v.
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import torch
@@ -24,7 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from rkm._utils.generation import GENERATION_CONSTRAINTS
 from rkm.torch._training import _NetworkModel
-from rkm.torch.energy import FORMS, kpca, stabilized_objective
+from rkm.torch.energy import FORMS, check_eta, kpca, stabilized_objective
 
 __all__ = ["ExplicitGenRKM"]
 
@@ -178,12 +177,7 @@ class ExplicitGenRKM(_NetworkModel):
         super()._check_params_vs_input(arrays)
         if self.n_mixture > arrays[0].shape[0]:
             raise ValueError(f"n_mixture: must be at most n_samples = {arrays[0].shape[0]}, got {self.n_mixture}")
-        etas = self.eta if isinstance(self.eta, list | tuple) else [self.eta] * len(arrays)
-        if len(etas) != len(arrays) or not all(
-            isinstance(e, numbers.Real) and e > 0 and math.isfinite(e) for e in etas
-        ):
-            raise ValueError(f"eta: must be a number > 0 or one per view ({len(arrays)}), got {self.eta!r}")
-        self.etas_ = [float(e) for e in etas]
+        self.etas_ = check_eta(self.eta, len(arrays))
 
     def _build_heads(self, widths):
         """The kernel PCA step links features and latents: no trained module between them."""
