@@ -6,7 +6,7 @@ Equation numbers refer to A. Pandey, J. Schreurs and J. A. K. Suykens, "Generati
 orthonormal columns; the views' features Phi_v are centred by the batch mean, and the eigenproblem is that of
 K_eta = sum_v Phi_v Phi_v^T / eta_v (dual, N x N) or of its primal twin Z^T Z with Z = [Phi_v / sqrt(eta_v)]_v
 (D x D, D the summed feature width); U_v = Phi_v^T H is the unweighted projection, so the reconstruction of
-view v is mean_v + H U_v^T (eq. 6 without the factor 1/eta_v, which would shrink it).
+view v's centred features is H U_v^T (eq. 6 without the factor 1/eta_v, which would shrink it).
 
 Gradients flow through the eigendecomposition. Its backward pass divides by eigenvalue gaps, so it is broadened
 (Lorentzian): 1/(l_j - l_i) becomes (l_j - l_i) / ((l_j - l_i)^2 + eps) with eps = (broadening max|l|)^2. This

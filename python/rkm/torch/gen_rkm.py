@@ -9,7 +9,16 @@ latents back to features (eq. 6) and through the pre-image networks psi_v, and t
 
 J_t is zero at every batch's eigen-solution (Proposition 1), so J_stab adds nothing to the gradient and c_acc
 only rescales the loss, which Adam ignores: training minimises the reconstruction error through each batch's
-top-s projection, and neither constant needs tuning (they are kept so that eq. 9 is what is computed). After
+top-s projection, and neither constant needs tuning (they are kept so that eq. 9 is what is computed). That
+holds to rounding: in float64 J_stab's gradient is below 1e-8 of the reconstruction's (the tests check it); in
+float32 the cancelling terms of J_t leave rounding noise, measured at 2% of the reconstruction gradient's norm
+on a trained MNIST model (eigenvalues about 2e4, J_t 0.016).
+
+The pre-image networks take centred features, phi^_v = U_v h (eq. 6; the paper's feature maps are centred,
+footnote 1), never the batch mean added back: that mean is a per-batch offset that no term of eq. 9 bounds, so
+the feature networks grow it freely until the pre-image network's sigmoid saturates (measured on 64 x 64 sprites
+at learning rate 1e-3: the mean's norm went from 0.2 to 342 in 14 Adam steps while the centred projection stayed
+below 10, and every output went black). After
 training, one pass over the training set gives the latents H, eigenvalues and interconnection matrices U_v; a
 Gaussian mixture fitted to H gives new latents (section 5), decoded by psi_v.
 """
@@ -62,7 +71,9 @@ class ExplicitGenRKM(_NetworkModel):
     label_views : list or tuple of int, default=()
         Views holding one-hot (or multi-hot) labels; ``argmax`` of a generated row gives its class.
     n_mixture : int, default=10
-        Components l of the Gaussian mixture on the training latents (Table 4: 10).
+        Components l of the Gaussian mixture on the training latents (Table 4: 10). With about as many classes as
+        latents, more components follow the class clusters better: on the 5000 MNIST digits, s = 10, 200 epochs,
+        generated image-label pairs agreed for 0.85 of them with 10 components and 0.91 with 30.
     covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
     learning_rate : float, default=1e-3
         Adam's step (Table 3: 1e-3 for MNIST and Fashion-MNIST; at 1e-4 a label view learns only its mean
@@ -70,7 +81,10 @@ class ExplicitGenRKM(_NetworkModel):
     batch_size : int, default=256
         Rows per mini-batch; each batch must hold more points than n_components.
     max_epochs : int, default=100
-        Passes over the training set at most.
+        Passes over the training set at most. Convolutional networks keep lowering the training loss for long: on
+        the 5000 MNIST digits (batch 256) it still fell 9% between epochs 139 and 200, so a fit of that size ends
+        at max_epochs with a ConvergenceWarning; generation is good well before (label consistency 0.85 after 100
+        epochs).
     tol : float, default=1e-4
         Stop when the epoch loss has not fallen by this fraction for ``n_iter_no_change`` epochs.
     n_iter_no_change : int, default=10
@@ -195,8 +209,8 @@ class ExplicitGenRKM(_NetworkModel):
             # Features so large that their covariance overflows: the loop reports it as a divergence.
             return torch.tensor(float("nan")), {}
         reconstruction = 0.0
-        for x, net, mean, U in zip(batch, self.preimage_networks_, step.means, step.U, strict=True):
-            output = net(mean + step.H @ U.mT)
+        for x, net, U in zip(batch, self.preimage_networks_, step.U, strict=True):
+            output = net(step.H @ U.mT)
             reconstruction = reconstruction + ((output - x) ** 2).sum(dim=1).mean()
         loss = stabilized_objective(step.energy, self.c_stab) + 0.5 * self.c_acc * reconstruction
         return loss, {"J_t": step.energy.item(), "reconstruction": reconstruction.item()}
@@ -230,5 +244,5 @@ class ExplicitGenRKM(_NetworkModel):
         return latents / self._tensor(self.eigenvalues_)
 
     def _features_from_latents(self, latents):
-        """Eq. 6: phi^_v = mean_v + U_v h (without the factor 1/eta_v; see rkm.GenRKM)."""
-        return [self._tensor(mean) + latents @ self._tensor(U).mT for U, mean in zip(self.U_, self.feature_means_)]
+        """Eq. 6: the centred feature phi^_v = U_v h (without the factor 1/eta_v; see rkm.GenRKM)."""
+        return [latents @ self._tensor(U).mT for U in self.U_]
