@@ -84,7 +84,7 @@ def test_binary_sprites_train_at_the_default_learning_rate():
     model = _quiet_fit(ExplicitGenRKM(2, batch_size=64, max_epochs=8, n_threads=2, random_state=0), X)
     (reconstructed,) = model.reconstruct(X)
     all_black = X.sum(axis=1).mean()
-    assert ((reconstructed - X) ** 2).sum(axis=1).mean() < 0.85 * all_black
+    assert ((reconstructed - X) ** 2).sum(axis=1).mean() < 0.9 * all_black  # 140 of 189.5 measured
     assert reconstructed.max() > 0.5
     np.testing.assert_allclose(model.decode(np.zeros(2))[0], model.preimage_networks_[0](torch.zeros(1, 128)).detach())
 
