@@ -341,7 +341,8 @@ def labels_table(records):
         "label from image",
         "fit [s]",
     ]
-    steps_per_epoch = int(np.ceil(records["n_samples"] / 256))
+    # part_labels fits with the default batch size
+    steps_per_epoch = int(np.ceil(records["n_samples"] / ExplicitGenRKM(10).batch_size))
     rows = [
         [
             f"{r['learning_rate']:g}",
@@ -415,7 +416,7 @@ def render(part, records):
         import _genrkm_torch_perf
 
         text = _genrkm_torch_perf.markdown(records)
-    reading = "" if records.get("quick") else READINGS.get(part, "")
+    reading = "" if records.get("quick") else READINGS[part]
     return text + (f"\n\nReading: {reading}" if reading else "")
 
 
