@@ -67,5 +67,6 @@ void bind_center(py::module_& m);
 void bind_eigs(py::module_& m);
 void bind_config(py::module_& m);
 void bind_preimage(py::module_& m);
+void bind_cuda(py::module_& m);
 
 }  // namespace rkm::bind

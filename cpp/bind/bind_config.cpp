@@ -58,7 +58,11 @@ void bind_config(py::module_& m) {
         info["openmp"] = have_openmp();
         info["max_threads"] = max_threads();
         info["dtypes"] = py::make_tuple("float32", "float64");
+#ifdef RKM_HAVE_CUDA
+        info["cuda"] = true;
+#else
         info["cuda"] = false;
+#endif
         info["eigen"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
                         std::to_string(EIGEN_MINOR_VERSION);
         info["eigen_simd"] = Eigen::SimdInstructionSetsInUse();

@@ -48,6 +48,8 @@ PYBIND11_MODULE(_core, m) {
       if (error) std::rethrow_exception(error);
     } catch (const rkm::interrupted_error&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
+    } catch (const rkm::device_memory_error& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const rkm::bind::out_of_memory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const std::bad_alloc&) {  // an allocation no binding gave a context: pybind11 would say "std::bad_alloc"
@@ -57,8 +59,10 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   rkm::set_interrupt_checker(&rkm::bind::python_interrupt_pending);
+  py::register_exception<rkm::device_error>(m, "DeviceError", PyExc_RuntimeError);
   rkm::bind::bind_config(m);
   rkm::bind::bind_kernels(m);
+  rkm::bind::bind_cuda(m);
   rkm::bind::bind_center(m);
   rkm::bind::bind_eigs(m);
   rkm::bind::bind_kernel_operator(m);

@@ -26,6 +26,16 @@ template <typename T>
 using ConstVectorRef = Eigen::Ref<const Vector<T>>;
 
 // Thrown when the interrupt checker reports a pending Ctrl-C; the bindings turn it into KeyboardInterrupt.
+// The CUDA path cannot run: rkm was built without it, no driver or device is present, or a CUDA call failed.
+// The module raises rkm.exceptions.DeviceError (a RuntimeError) with the message.
+struct device_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// What must live on the GPU does not fit its free memory (checked before allocating): raised as MemoryError.
+struct device_memory_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct interrupted_error : std::runtime_error {
   interrupted_error() : std::runtime_error("interrupted") {}
 };

@@ -11,10 +11,12 @@ ConvergenceWarning)`` with scikit-learn's class still silences rkm's, while rkm'
 from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.exceptions import PositiveSpectrumWarning
 
+from rkm._core import DeviceError
 from rkm._utils.exceptions import DivergenceError
 
 __all__ = [
     "ConvergenceWarning",
+    "DeviceError",
     "DivergenceError",
     "PerformanceWarning",
     "PositiveSpectrumWarning",

@@ -46,6 +46,7 @@ from sklearn.utils import check_array
 
 from rkm import _core
 from rkm._kernel_table import ALIASES, KERNEL_NAMES, KERNELS, KernelInfo, names_with  # noqa: F401 (re-exported)
+from rkm._utils.device import check_device
 from rkm._utils.threads import blas_threads, check_n_threads
 from rkm._utils.validation import FLOAT_DTYPES, check_fits_in_memory, check_matrix, check_positive
 
@@ -261,7 +262,9 @@ def _validated(kernel, gamma, degree, coef0, n_threads, arrays, required=("X",))
     return name, 1.0 if gamma is None else gamma, n_threads, checked
 
 
-def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, lower_only=False):
+def kernel_matrix(
+    X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, lower_only=False, *, device="cpu"
+):
     """Kernel matrix K(X, Y), or K(X, X) built from one triangle when Y is None.
 
     Parameters
@@ -285,6 +288,9 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
         With Y=None, write only the lower triangle and leave the strict upper triangle unspecified: for
         consumers that read one triangle (``center_kernel(..., lower_only=True)``, the Krylov solver),
         it saves the mirrored writes.
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        Where K is computed. "cuda" runs on an NVIDIA GPU (rkm built with ``-Ccmake.define.RKM_CUDA=ON``):
+        NumPy in, NumPy out, named kernels and dense arrays only; n_threads and lower_only do not apply.
 
     Returns
     -------
@@ -297,14 +303,21 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_th
         For invalid parameters or non-finite inputs, and when the kernel itself is not finite: entries that
         overflow the dtype, or a poly kernel with a non-integer degree where some gamma x^T y + coef0 < 0.
     """
+    cuda_device = check_device(device)
     if isinstance(kernel, Kernel):
+        if cuda_device is not None:
+            return kernel_matrix(X, Y, kernel.name, device=device, **kernel.params())
         return kernel(X, Y, n_threads=n_threads)
     if is_callable_kernel(kernel) or sp.issparse(X) or sp.issparse(Y):
+        if cuda_device is not None:
+            raise ValueError("device: 'cuda' takes a named kernel and dense arrays (not a callable or sparse input)")
         return _general_kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads)
     name, gamma, n_threads, arrays = _validated(kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y})
     X, Y = arrays["X"], arrays["Y"]
     n_y = X.shape[0] if Y is None else Y.shape[0]
     check_fits_in_memory((X.shape[0], n_y), X.dtype, "X")
+    if cuda_device is not None:
+        return _core.cuda_kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), cuda_device)
     # The core runs one single-threaded GEMM per band on each of its own threads.
     with blas_threads(1):
         return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads, lower_only)

@@ -12,6 +12,7 @@ from rkm._utils.openmp import wait_policy
 def config():
     """The configuration as a dict: core build facts plus the Python side."""
     info = dict(_core.config())
+    info.update(cuda_config())
     info["omp_wait_policy"] = wait_policy()
     info["python"] = platform.python_version()
     info["numpy"] = np.__version__
@@ -21,6 +22,29 @@ def config():
         if lib.get("user_api") == "blas"
     ]
     return info
+
+
+def cuda_config():
+    """The CUDA path's lines: devices (name, memory, compute capability) or why there are none."""
+    cuda = _core.cuda_info()
+    if not cuda["compiled"]:
+        return {}
+    devices = [
+        f"{d['index']}: {d['name']}, {d['total_bytes'] / 2**30:.1f} GiB ({d['free_bytes'] / 2**30:.1f} free), "
+        f"sm_{d['compute_capability'][0]}{d['compute_capability'][1]}, {d['multiprocessors']} SMs"
+        for d in cuda["devices"]
+    ]
+    return {
+        "cuda_architectures": cuda["architectures"],
+        "cuda_runtime": _version(cuda["runtime_version"]),
+        "cuda_driver": _version(cuda["driver_version"]) if cuda["driver_version"] else "none",
+        "cuda_devices": devices or [cuda["reason"]],
+    }
+
+
+def _version(number):
+    """CUDA's major * 1000 + minor * 10 as "major.minor"."""
+    return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def show_config():
