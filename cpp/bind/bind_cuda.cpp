@@ -3,16 +3,20 @@
 #include "bind/bind.hpp"
 
 #ifdef RKM_HAVE_CUDA
+#include "cuda/cublas.hpp"
 #include "cuda/device.hpp"
 #endif
+
+#include <vector>
 
 namespace rkm::bind {
 
 namespace {
 
-constexpr const char* kNotBuilt =
-    "device='cuda': rkm was built without CUDA (rkm.show_config() shows cuda: False); build it with "
-    "pip install . -Ccmake.define.RKM_CUDA=ON on a machine with the CUDA toolkit, or use device='cpu'";
+#define RKM_NOT_BUILT                                                                                      \
+  "rkm was built without CUDA (rkm.show_config() shows cuda: False); build it with "                     \
+  "pip install . -Ccmake.define.RKM_CUDA=ON on a machine with the CUDA toolkit, or use device='cpu'"
+[[maybe_unused]] constexpr const char* kNotBuilt = "device='cuda': " RKM_NOT_BUILT;
 
 py::dict cuda_info() {
   py::dict info;
@@ -35,10 +39,11 @@ py::dict cuda_info() {
   }
   info["devices"] = devices;
   info["reason"] = status.reason;
+  info["cublas"] = cuda::loaded_cublas();
 #else
   info["compiled"] = false;
   info["devices"] = py::list();
-  info["reason"] = "rkm was built without CUDA";
+  info["reason"] = RKM_NOT_BUILT;
 #endif
   return info;
 }
@@ -66,6 +71,91 @@ py::array_t<T> cuda_kernel_matrix(ConstMatrixRef<T> X, std::optional<ConstMatrix
 #endif
 }
 
+std::string cuda_load_cublas(const std::vector<std::string>& directories) {
+#ifdef RKM_HAVE_CUDA
+  return cuda::load_cublas(directories);
+#else
+  (void)directories;
+  throw device_error(kNotBuilt);
+#endif
+}
+
+template <typename T>
+RowMatrix<T> cuda_kernel_product(ConstMatrixRef<T> X, std::optional<ConstMatrixRef<T>> Y, ConstMatrixRef<T> B,
+                                 const std::string& kernel, std::optional<double> gamma, double degree, double coef0,
+                                 int device) {
+  const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
+  require(!Y || Y->cols() == X.cols(), "Y: must have as many features as X");
+  require(B.rows() == (Y ? Y->rows() : X.rows()), "B: must have one row per sample of Y (of X when Y is None)");
+  require(X.allFinite(), "X: contains NaN or infinity");
+  require(!Y || Y->allFinite(), "Y: contains NaN or infinity");
+  require(B.allFinite(), "B: contains NaN or infinity");
+#ifdef RKM_HAVE_CUDA
+  const RowMatrix<T> B_rows = B;  // contiguous, as the device copy needs
+  RowMatrix<T> out(X.rows(), B.cols());
+  {
+    // Safe without the GIL: the NumPy buffers stay referenced until we return.
+    py::gil_scoped_release release;
+    cuda::kernel_product<T>(X.data(), X.rows(), Y ? Y->data() : nullptr, Y ? Y->rows() : 0, X.cols(), spec,
+                            B_rows.data(), B.cols(), out.data(), device);
+  }
+  return out;
+#else
+  (void)spec, (void)device;
+  throw device_error(kNotBuilt);
+#endif
+}
+
+template <typename T>
+py::tuple cuda_kernel_top_eigsh(ConstMatrixRef<T> X, const std::string& kernel, std::optional<double> gamma,
+                                double degree, double coef0, bool center, bool store, int n_components,
+                                ConstMatrixRef<T> start, std::optional<double> tol, std::optional<int> max_iter,
+                                std::optional<int> n_threads, py::object progress, int device) {
+  const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
+#ifdef RKM_HAVE_CUDA
+  const int threads = thread_count(n_threads);
+  std::function<void(int)> on_product;
+  if (!progress.is_none()) {
+    // Runs between products on the thread that entered the core, so it takes the GIL back for the call.
+    on_product = [&progress](int products) {
+      py::gil_scoped_acquire gil;
+      progress(products);
+    };
+  }
+  KernelEigenResult<T> r;
+  {
+    // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
+    py::gil_scoped_release release;
+    r = cuda::kernel_top_eigsh<T>(X, spec, center, store, n_components, start, tol.value_or(default_tol<T>()),
+                                  max_iter.value_or(default_max_iter(n_components, start.cols())), threads, device,
+                                  on_product);
+  }
+  return py::make_tuple(std::move(r.eigen.values), std::move(r.eigen.vectors), std::move(r.eigen.residuals),
+                        r.eigen.n_iter, r.eigen.converged, std::move(r.column_means), r.grand_mean);
+#else
+  (void)X, (void)spec, (void)center, (void)store, (void)n_components, (void)start, (void)tol, (void)max_iter;
+  (void)n_threads, (void)progress, (void)device;
+  throw device_error(kNotBuilt);
+#endif
+}
+
+template <typename T>
+void def_cuda_operator(py::module_& m) {
+  m.def("cuda_kernel_product", &cuda_kernel_product<T>, py::arg("X").noconvert(), py::arg("Y").noconvert(),
+        py::arg("B").noconvert(), py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0,
+        py::arg("coef0") = 1.0, py::arg("device") = 0,
+        "K(X, Y) @ B (Y=None: K(X, X) @ B) on CUDA device `device`, K evaluated in bands of rows on the GPU and "
+        "never stored whole; cuBLAS must be loaded (cuda_load_cublas).");
+  m.def("cuda_kernel_top_eigsh", &cuda_kernel_top_eigsh<T>, py::arg("X").noconvert(), py::arg("kernel"),
+        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("center"), py::arg("store"),
+        py::arg("n_components"), py::arg("start").noconvert(), py::arg("tol") = py::none(),
+        py::arg("max_iter") = py::none(), py::arg("n_threads") = py::none(), py::arg("progress") = py::none(),
+        py::arg("device") = 0,
+        "kernel_top_eigsh with the block products on CUDA device `device`: K(X, X) stored on the GPU when "
+        "`store`, else evaluated in bands at every product. Returns (w, V, residuals, n_iter, converged, "
+        "column_means, grand_mean).");
+}
+
 }  // namespace
 
 void bind_cuda(py::module_& m) {
@@ -81,6 +171,11 @@ void bind_cuda(py::module_& m) {
   m.def("cuda_kernel_matrix", &cuda_kernel_matrix<float>, py::arg("X").noconvert(),
         py::arg("Y").noconvert() = py::none(), py::arg("kernel") = "rbf", py::arg("gamma") = py::none(),
         py::arg("degree") = 3.0, py::arg("coef0") = 1.0, py::arg("device") = 0, doc);
+  m.def("cuda_load_cublas", &cuda_load_cublas, py::arg("directories"),
+        "Loads cuBLAS for the CUDA path from the first directory that has it, else from the library search path; "
+        "returns which copy. DeviceError when none loads.");
+  def_cuda_operator<double>(m);
+  def_cuda_operator<float>(m);
 }
 
 }  // namespace rkm::bind

@@ -96,14 +96,10 @@ void kernel_product(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Z, cons
 }
 
 template <typename T>
-KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center,
-                                      int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
-                                      int n_threads, const std::function<void(int)>& on_product) {
-  const Index n = X.rows();
-  require(X.allFinite(), "X: contains NaN or infinity");
+KernelEigenResult<T> centred_top_eigsh(const KernelTimes& times, Index n, bool center, int n_components,
+                                       const ConstMatrixRef<T>& start, double tol, int max_iter, int n_threads,
+                                       const std::function<void(int)>& on_product) {
   require(start.rows() == n, "start: must have one row per sample of X");
-  ThreadGuard guard(n_threads);
-  const KernelBlocks<T> values(X, nullptr, spec);
   KernelEigenResult<T> result;
   Eigen::VectorXd column_means = Eigen::VectorXd::Zero(n);
   bool have_means = !center;
@@ -113,7 +109,8 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
     DoubleMatrix B(n, have_means ? b : b + 1);
     B.leftCols(b) = Q.template cast<double>();
     if (!have_means) B.col(b).setConstant(1.0 / static_cast<double>(n));
-    DoubleMatrix KB = multiply<T>(values, B, guard.threads());
+    DoubleMatrix KB(n, B.cols());
+    times(B, KB);
     if (!have_means) {
       column_means = KB.col(b);
       result.grand_mean = column_means.mean();
@@ -128,9 +125,24 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
     Y = KB.leftCols(b).template cast<T>();
     if (on_product) on_product(++products);
   };
-  result.eigen = top_eigsh<T>(apply, n, n_components, start, tol, max_iter, guard.threads());
+  result.eigen = top_eigsh<T>(apply, n, n_components, start, tol, max_iter, n_threads);
   result.column_means = column_means.template cast<T>();
   return result;
+}
+
+template <typename T>
+KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center,
+                                      int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
+                                      int n_threads, const std::function<void(int)>& on_product) {
+  require(X.allFinite(), "X: contains NaN or infinity");
+  require(start.rows() == X.rows(), "start: must have one row per sample of X");
+  ThreadGuard guard(n_threads);
+  const KernelBlocks<T> values(X, nullptr, spec);
+  const KernelTimes times = [&](const DoubleMatrix& B, DoubleMatrix& KB) {
+    KB = multiply<T>(values, B, guard.threads());
+  };
+  return centred_top_eigsh<T>(times, X.rows(), center, n_components, start, tol, max_iter, guard.threads(),
+                              on_product);
 }
 
 Index kernel_product_workspace_bytes(Index n_rows, Index n_columns, Index n_features, Index b, int n_threads,
@@ -147,6 +159,12 @@ template void kernel_product<float>(const ConstMatrixRef<float>&, const ConstMat
                                     const ConstMatrixRef<float>&, MatrixRef<float>, int);
 template void kernel_product<double>(const ConstMatrixRef<double>&, const ConstMatrixRef<double>*,
                                      const KernelSpec&, const ConstMatrixRef<double>&, MatrixRef<double>, int);
+template KernelEigenResult<float> centred_top_eigsh<float>(const KernelTimes&, Index, bool, int,
+                                                           const ConstMatrixRef<float>&, double, int, int,
+                                                           const std::function<void(int)>&);
+template KernelEigenResult<double> centred_top_eigsh<double>(const KernelTimes&, Index, bool, int,
+                                                             const ConstMatrixRef<double>&, double, int, int,
+                                                             const std::function<void(int)>&);
 template KernelEigenResult<float> kernel_top_eigsh<float>(const ConstMatrixRef<float>&, const KernelSpec&, bool, int,
                                                           const ConstMatrixRef<float>&, double, int, int,
                                                           const std::function<void(int)>&);

@@ -24,6 +24,17 @@ struct KernelEigenResult {
   double grand_mean = 0.0;
 };
 
+// KB = K B for a block B (n x c) in double: the uncentred product a kernel operator provides (tiles on the CPU,
+// a matrix or tiles on a GPU).
+using KernelTimes = std::function<void(const RowMatrix<double>& B, RowMatrix<double>& KB)>;
+
+// The n_components largest eigenpairs of the kernel operator `times` of order n, double-centred when `center`,
+// as kernel_top_eigsh below describes; the one place where its centring rule lives, whatever computes K B.
+template <typename T>
+KernelEigenResult<T> centred_top_eigsh(const KernelTimes& times, Eigen::Index n, bool center, int n_components,
+                                       const ConstMatrixRef<T>& start, double tol, int max_iter, int n_threads,
+                                       const std::function<void(int)>& on_product = {});
+
 // The n_components largest eigenpairs of the kernel matrix of X, double-centred when `center`
 // (K_c = K - 1 c^T - c 1^T + g 1 1^T for the column means c and grand mean g), by top_eigsh with the
 // block products computed as above: memory O(n (d + b)) instead of n^2. Centring costs no extra pass: the

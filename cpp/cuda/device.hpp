@@ -1,7 +1,9 @@
-// The CUDA path: devices and kernel matrices on an NVIDIA GPU. This header has no CUDA types, so the bindings
-// and the CPU core include it; the definitions are in device.cu, compiled only with the RKM_CUDA option.
+// The CUDA path: devices, kernel matrices, kernel products and kernel eigenpairs on an NVIDIA GPU. This header
+// has no CUDA types, so the bindings include it; the definitions (device.cpp, host code, and the GPU kernels in
+// *.cu) are compiled only with the RKM_CUDA option.
 #pragma once
 
+#include "core/kernel_operator.hpp"
 #include "core/kernels.hpp"
 
 #include <cstddef>
@@ -44,5 +46,26 @@ void check_kernel_matrix_fits(std::size_t n_x, std::size_t n_y, std::size_t n_fe
 template <typename T>
 void kernel_matrix(const T* X, std::size_t n_x, const T* Y, std::size_t n_y, std::size_t n_features,
                    const KernelSpec& spec, T* out, int device);
+
+// Y = K(X, Z) B (Z == nullptr: K(X, X) B) with K evaluated on the device in bands of rows and never stored whole:
+// X (n_x x d), Z (n_z x d), B (n_z x b) row-major on the host, Y (n_x x b) row-major on the host. The products
+// run in T on cuBLAS (load_cublas first). Ctrl-C is honoured between bands.
+template <typename T>
+void kernel_product(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t n_features,
+                    const KernelSpec& spec, const T* B, std::size_t b, T* Y, int device);
+
+// The CPU core's kernel_top_eigsh with the block products on the GPU: K(X, X) stored on the device when `store`
+// (built once, one GEMM per product), else evaluated in bands at every product. The block-Krylov iteration and
+// the centring rule are the core's own (centred_top_eigsh); they work on n x b blocks on the host, which each
+// product copies to the device and back (2 n b values against the n^2 K streams).
+template <typename T>
+KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center, bool store,
+                                      int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
+                                      int n_threads, int device, const std::function<void(int)>& on_product = {});
+
+// Device bytes kernel_top_eigsh (b = block columns + 1) or kernel_product (b = columns of B) holds: X, Z, B, Y
+// and K whole (`store`) or one band of rows.
+std::size_t kernel_operator_bytes(std::size_t n_x, std::size_t n_z, std::size_t n_features, std::size_t b,
+                                  std::size_t value_bytes, bool symmetric, bool store);
 
 }  // namespace rkm::cuda

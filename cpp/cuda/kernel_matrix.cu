@@ -14,7 +14,7 @@ constexpr int kTile = 16;
 // kTile columns. Every sum is in double, so float32 inputs lose nothing beyond the final rounding.
 template <typename T>
 __global__ void kernel_matrix_tiles(const T* X, int n_x, const T* Y, int n_y, int d, KernelCode type, double gamma,
-                                    double degree, double coef0, bool symmetric, T* out, unsigned* flags) {
+                                    double degree, double coef0, long long diagonal_offset, T* out, unsigned* flags) {
   __shared__ double xs[kTile][kTile + 1];
   __shared__ double ys[kTile][kTile + 1];
   const int row = blockIdx.y * kTile + threadIdx.y;
@@ -37,7 +37,7 @@ __global__ void kernel_matrix_tiles(const T* X, int n_x, const T* Y, int n_y, in
     __syncthreads();
   }
   if (row >= n_x || col >= n_y) return;
-  const bool diagonal = symmetric && row == col;
+  const bool diagonal = diagonal_offset >= 0 && row + diagonal_offset == col;
   double value = 0.0;
   switch (type) {
     case KernelCode::linear:
@@ -75,16 +75,17 @@ __global__ void kernel_matrix_tiles(const T* X, int n_x, const T* Y, int n_y, in
 
 template <typename T>
 cudaError_t launch_kernel_matrix(const T* X, int n_x, const T* Y, int n_y, int d, KernelCode type, double gamma,
-                                 double degree, double coef0, bool symmetric, T* out, unsigned* flags) {
+                                 double degree, double coef0, long long diagonal_offset, T* out, unsigned* flags) {
   const dim3 threads(kTile, kTile);
   const dim3 blocks((n_y + kTile - 1) / kTile, (n_x + kTile - 1) / kTile);
-  kernel_matrix_tiles<T><<<blocks, threads>>>(X, n_x, Y, n_y, d, type, gamma, degree, coef0, symmetric, out, flags);
+  kernel_matrix_tiles<T><<<blocks, threads>>>(X, n_x, Y, n_y, d, type, gamma, degree, coef0, diagonal_offset, out,
+                                              flags);
   return cudaGetLastError();
 }
 
 template cudaError_t launch_kernel_matrix<float>(const float*, int, const float*, int, int, KernelCode, double,
-                                                 double, double, bool, float*, unsigned*);
+                                                 double, double, long long, float*, unsigned*);
 template cudaError_t launch_kernel_matrix<double>(const double*, int, const double*, int, int, KernelCode, double,
-                                                  double, double, bool, double*, unsigned*);
+                                                  double, double, long long, double*, unsigned*);
 
 }  // namespace rkm::cuda

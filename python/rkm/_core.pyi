@@ -37,6 +37,33 @@ def cuda_kernel_matrix(
     coef0: float = ...,
     device: int = ...,
 ) -> _Array: ...
+def cuda_load_cublas(directories: list[str]) -> str: ...
+def cuda_kernel_product(
+    X: _Array,
+    Y: _Array | None,
+    B: _Array,
+    kernel: str = ...,
+    gamma: float | None = ...,
+    degree: float = ...,
+    coef0: float = ...,
+    device: int = ...,
+) -> _Array: ...
+def cuda_kernel_top_eigsh(
+    X: _Array,
+    kernel: str,
+    gamma: float | None,
+    degree: float,
+    coef0: float,
+    center: bool,
+    store: bool,
+    n_components: int,
+    start: _Array,
+    tol: float | None = ...,
+    max_iter: int | None = ...,
+    n_threads: int | None = ...,
+    progress: Callable[[int], object] | None = ...,
+    device: int = ...,
+) -> tuple[_Array, _Array, _Array, int, bool, _Array, float]: ...
 
 # ---- kernels (bind_kernels.cpp)
 def kernel_names() -> list[str]: ...

@@ -46,7 +46,7 @@ from sklearn.utils import check_array
 
 from rkm import _core
 from rkm._kernel_table import ALIASES, KERNEL_NAMES, KERNELS, KernelInfo, names_with  # noqa: F401 (re-exported)
-from rkm._utils.device import check_device
+from rkm._utils.device import check_device, require_cuda
 from rkm._utils.threads import blas_threads, check_n_threads
 from rkm._utils.validation import FLOAT_DTYPES, check_fits_in_memory, check_matrix, check_positive
 
@@ -356,7 +356,7 @@ def _general_kernel_product(X, Y, B, kernel, gamma, degree, coef0, n_threads):
     return out
 
 
-def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None):
+def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_threads=None, *, device="cpu"):
     """K(X, Y) @ B without storing K: the kernel is evaluated a tile at a time.
 
     Memory is that of X, Y and B (in double) plus one tile and one accumulator of the result per thread,
@@ -371,14 +371,20 @@ def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=
     kernel, gamma, degree, coef0, n_threads : as in :func:`kernel_matrix`
         A callable kernel or sparse X / Y is evaluated in Python by blocks of rows of X (each block's
         kernel matrix then multiplies B), not tile by tile in the core.
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        "cuda": K is evaluated on an NVIDIA GPU a band of rows at a time and multiplied there (cuBLAS, in the
+        inputs' precision); NumPy in, NumPy out, named kernels and dense arrays only; n_threads does not apply.
 
     Returns
     -------
     ndarray of shape (n_samples_X, n_columns), float32 when all inputs are float32.
     """
+    cuda_device = check_device(device)
     if isinstance(kernel, Kernel):
-        return kernel_product(X, Y, B, kernel.name, n_threads=n_threads, **kernel.params())
+        return kernel_product(X, Y, B, kernel.name, n_threads=n_threads, device=device, **kernel.params())
     if is_callable_kernel(kernel) or sp.issparse(X) or sp.issparse(Y):
+        if cuda_device is not None:
+            raise ValueError("device: 'cuda' takes a named kernel and dense arrays (not a callable or sparse input)")
         return _general_kernel_product(X, Y, B, kernel, gamma, degree, coef0, n_threads)
     name, gamma, n_threads, arrays = _validated(
         kernel, gamma, degree, coef0, n_threads, {"X": X, "Y": Y, "B": B}, required=("X", "B")
@@ -387,6 +393,9 @@ def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=
     n_y = X.shape[0] if Y is None else Y.shape[0]
     if B.shape[0] != n_y:
         raise ValueError(f"B: must have one row per sample of {'X' if Y is None else 'Y'} ({n_y}), got {B.shape[0]}")
+    if cuda_device is not None:
+        require_cuda(cuda_device, cublas=True)
+        return _core.cuda_kernel_product(X, Y, B, name, gamma, float(degree), float(coef0), cuda_device)
     # The core runs single-threaded GEMMs on each of its own threads.
     with blas_threads(1):
         return _core.kernel_product(X, Y, B, name, gamma, float(degree), float(coef0), n_threads)

@@ -1,15 +1,24 @@
 """The ``device`` parameter: "cpu", or "cuda" / "cuda:N" for the CUDA path (rkm built with RKM_CUDA=ON)."""
 
+import importlib.util
+import os
 import re
 
+from rkm import _core
+from rkm._core import DeviceError
+
 _CUDA = re.compile(r"cuda(?::(\d+))?")
+
+# Where a CUDA toolkit keeps its libraries when no package manager put them on the library search path.
+_TOOLKIT_LIBRARY_DIRS = ("/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib")
 
 
 def check_device(device, name="device"):
     """None for the CPU, the CUDA device's index for "cuda" (device 0) or "cuda:N"; ValueError otherwise.
 
-    Whether the CUDA path exists and the device is usable is checked by the core when it runs, which raises
-    rkm.exceptions.DeviceError saying why (rkm built without CUDA, no driver, no such device).
+    Whether the CUDA path exists and the device is usable is checked by :func:`require_cuda` (or by the core
+    when it runs), which raises rkm.exceptions.DeviceError saying why (rkm built without CUDA, no driver, no
+    such device).
     """
     if isinstance(device, str):
         if device == "cpu":
@@ -18,3 +27,50 @@ def check_device(device, name="device"):
         if match:
             return int(match.group(1) or 0)
     raise ValueError(f"{name}: must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def cublas_directories():
+    """Directories that may hold cuBLAS, in the order tried: $RKM_CUBLAS_DIR (a path list), the nvidia-cublas
+    wheels' (CUDA 13 and 12 layouts, found without importing anything), $CUDA_HOME's and the toolkit's usual
+    places. The core then tries the dynamic linker's own search, which also finds a copy PyTorch or CuPy loaded."""
+    directories = [d for d in os.environ.get("RKM_CUBLAS_DIR", "").split(os.pathsep) if d]
+    spec = importlib.util.find_spec("nvidia")
+    for base in spec.submodule_search_locations if spec and spec.submodule_search_locations else ():
+        directories += [os.path.join(base, "cu13", "lib"), os.path.join(base, "cublas", "lib")]
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(variable):
+            directories.append(os.path.join(os.environ[variable], "lib64"))
+    directories += _TOOLKIT_LIBRARY_DIRS
+    return [d for d in directories if os.path.isdir(d)]
+
+
+def require_cuda(index, *, cublas=False):
+    """The description (name, free_bytes, ...) of CUDA device `index`; DeviceError when rkm was built without
+    CUDA, no driver or no such device is present, or (cublas=True, for the routines that multiply on the GPU)
+    cuBLAS cannot be loaded. Allocates nothing on the device."""
+    info = _core.cuda_info()
+    devices = info["devices"]
+    if not devices:
+        raise DeviceError(f"device='cuda': {info['reason']}")
+    if index >= len(devices):
+        raise DeviceError(f"device: no CUDA device {index} ({len(devices)} visible)")
+    if cublas:
+        _core.cuda_load_cublas(cublas_directories())
+    return devices[index]
+
+
+def cuda_for_input(device, kernel_name, *, feature_map=False, sparse=False, in_memory=True):
+    """The CUDA device index an estimator's fit uses (None: the CPU), after the checks every model shares:
+    ValueError naming ``device`` for what the GPU path cannot take (a feature map, a precomputed or callable
+    kernel, sparse or out-of-memory X), then DeviceError when the GPU or cuBLAS is missing."""
+    index = check_device(device)
+    if index is None:
+        return None
+    if feature_map:
+        raise ValueError("device: 'cuda' holds the exact kernel on the GPU; with a feature_map use device='cpu'")
+    if callable(kernel_name) or kernel_name == "precomputed":
+        raise ValueError("device: 'cuda' evaluates a named kernel on the GPU, not a precomputed or callable one")
+    if sparse or not in_memory:
+        raise ValueError("device: 'cuda' takes dense in-memory X (not sparse or Dask arrays)")
+    require_cuda(index, cublas=True)
+    return index

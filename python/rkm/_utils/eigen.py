@@ -172,6 +172,13 @@ def matrix_free_memory_bytes(n_samples, n_features, n_components, dtype, n_threa
     return product + solver + MEMORY_SLACK_BYTES
 
 
+def cuda_dense_memory_bytes(n_samples, n_features, n_components, dtype):
+    """GPU bytes of a CUDA fit with the kernel matrix stored on the device: K, X, and the block and its product
+    (as the core's kernel_operator_bytes counts them)."""
+    block = krylov_block_size(n_components, n_samples) + 1
+    return (n_samples * n_samples + n_samples * (n_features + 2 * block)) * np.dtype(dtype).itemsize
+
+
 def kernel_diagonal_max(X, name, gamma, degree, coef0):
     """max_i k(x_i, x_i), the largest entry of a PSD kernel matrix: 1 for the normalised kernels, from the
     squared norms for linear and poly (X may be a Dask array; that costs one pass)."""

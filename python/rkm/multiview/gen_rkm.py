@@ -73,6 +73,8 @@ class GenRKM(LatentGenerationMixin, MultiViewRKM):
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
     random_state : int, RandomState or None, default=None
         Seeds the eigensolver's start and the mixture's initialization (``sample`` takes its own).
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        Where the Gram matrices of the kernel views are computed, as in :class:`rkm.MultiViewRKM`.
     verbose : int, default=0
         Progress lines of the fit.
 
@@ -133,6 +135,7 @@ class GenRKM(LatentGenerationMixin, MultiViewRKM):
         view_columns=None,
         n_threads: int | None = None,
         random_state=None,
+        device: str = "cpu",
         verbose: int = 0,
     ):
         super().__init__(
@@ -155,6 +158,7 @@ class GenRKM(LatentGenerationMixin, MultiViewRKM):
             view_columns=view_columns,
             n_threads=n_threads,
             random_state=random_state,
+            device=device,
             verbose=verbose,
         )
         self.n_mixture = n_mixture

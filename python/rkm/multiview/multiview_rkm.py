@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, stiefel
 from rkm._utils import eigen
+from rkm._utils.device import check_device, require_cuda
 from rkm._utils.eigen import sign_flips
 from rkm._utils.primal import FeatureMoments
 from rkm._utils.progress import Progress
@@ -337,6 +338,11 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         Threads for the core and BLAS (None: OpenMP's default; -1: all cores).
     random_state : int, RandomState or None, default=None
         Seeds the Stiefel start (:func:`rkm.stiefel.random_point`) and the Krylov start block.
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        Where the Gram matrices of the views with a named kernel and dense inputs are computed (rkm built with
+        ``-Ccmake.define.RKM_CUDA=ON`` and an NVIDIA GPU); they come back to the host, where centring, the
+        eigenproblem or Stiefel iterations and the other views (callable kernels, sparse inputs, explicit
+        feature maps) run.
     verbose : int, default=0
         Prints the resolved solver and the fit's stages; > 1 also the Stiefel method's history.
 
@@ -424,6 +430,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         "view_columns": [None, Interval(numbers.Integral, 1, None, closed="left"), list, tuple],
         "n_threads": N_THREADS,
         "random_state": RANDOM_STATE,
+        "device": [str],
         "verbose": VERBOSE,
     }
     # A view's entry of `kernel` may also be an explicit feature map.
@@ -451,6 +458,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         view_columns=None,
         n_threads: int | None = None,
         random_state=None,
+        device: str = "cpu",
         verbose: int = 0,
     ):
         self.n_components = n_components
@@ -472,6 +480,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.view_columns = view_columns
         self.n_threads = n_threads
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     # ------------------------------------------------------------------ parameters
@@ -485,6 +494,9 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         kernel function); name is the parameter entry that messages about the view's map cite ("kernel" or
         "kernel[1]"); eta the view's RKM constant and preimage its resolved pre-image method."""
         n_views = len(arrays)
+        cuda = check_device(self.device)
+        if cuda is not None:
+            require_cuda(cuda)
         if isinstance(self.kernel, (list, tuple)) and len(self.kernel) == 0:
             raise ValueError(
                 f"kernel: must be one value or a non-empty list or tuple (one entry per view), got {self.kernel!r}"
@@ -772,8 +784,10 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             kernel, gamma, degree, coef0 = view.source, None, 3, 1.0
         else:
             kernel, gamma, degree, coef0 = view.source if view.kind == "kernel" else ("linear", None, 3, 1.0)
+        dense = not (sp.issparse(X) or sp.issparse(Y))
+        device = self.device if view.kind == "kernel" and dense else "cpu"
         try:
-            K = kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads=self.n_threads)
+            K = kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads=self.n_threads, device=device)
         except TypeError as error:
             if view.kind != "callable":
                 raise

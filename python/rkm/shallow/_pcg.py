@@ -198,6 +198,7 @@ def lssvm_pcg_fit(
     max_iter=None,
     n_threads=None,
     random_state=None,
+    device="cpu",
     verbose=0,
     progress=None,
     sample_weight=None,
@@ -234,6 +235,8 @@ def lssvm_pcg_fit(
     n_threads : int, default=None
         Threads of the core and of BLAS (None: OpenMP's default, all cores except inside joblib workers, which
         limit it; -1: all cores).
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        Where the kernel products are computed (:func:`rkm.kernels.kernel_product` / ``kernel_matrix``).
     random_state : int, RandomState or None
         Seeds the Nyström landmarks.
     verbose : int, default=0
@@ -280,10 +283,10 @@ def lssvm_pcg_fit(
             f"storage='dense' (the {n_samples} x {n_samples} {X.dtype.name} kernel matrix)",
             advice="use storage='matrix_free', which recomputes the kernel at each product in O(N (d + p)) memory",
         )
-        product = _stored_product(kernel_matrix(X, None, *spec, n_threads=n_threads), n_threads)
+        product = _stored_product(kernel_matrix(X, None, *spec, n_threads=n_threads, device=device), n_threads)
         progress.say(f"stored the {n_samples} x {n_samples} {X.dtype.name} kernel matrix")
     else:
-        product = _matrix_free_product(X, spec, n_threads)
+        product = _matrix_free_product(X, spec, n_threads, device)
 
     if sample_weight is None:
         diagonal = None
@@ -409,14 +412,14 @@ def _check_targets(Y, n_samples):
 # ---------------------------------------------------------------------------------------------- products
 
 
-def _matrix_free_product(X, spec, n_threads):
-    """B -> K B with the kernel recomputed in tiles at each call, in double."""
+def _matrix_free_product(X, spec, n_threads, device="cpu"):
+    """B -> K B with the kernel recomputed in tiles at each call, in double (on a GPU for device="cuda")."""
     # The core evaluates every kernel in double anyway; converting X once spares a copy per product, and double B
     # keeps the products free of float32 rounding (which would floor the attainable residual near 1e-7 cond).
     X = X.astype(np.float64, copy=False)
 
     def product(B):
-        return kernel_product(X, None, B, *spec, n_threads=n_threads)
+        return kernel_product(X, None, B, *spec, n_threads=n_threads, device=device)
 
     return product
 

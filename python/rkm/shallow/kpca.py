@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rkm import _core
 from rkm._utils import eigen, primal
 from rkm._utils.dask_arrays import is_dask_array
+from rkm._utils.device import check_device, cuda_for_input, require_cuda
 from rkm._utils.progress import Progress
 from rkm._utils.threads import blas_threads
 from rkm._utils.validation import (
@@ -171,6 +172,15 @@ callable, default="rbf"
         Ridge penalty of the learned pre-image map.
     preimage_max_iter : int, default=100
         Iterations of the fixed-point pre-image.
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        Where the kernel matrix lives (rkm built with ``-Ccmake.define.RKM_CUDA=ON``, an NVIDIA GPU and
+        cuBLAS, e.g. ``pip install nvidia-cublas``). "cuda": kernel_storage "dense" builds K on the GPU and
+        keeps it there (solver "krylov": the block products run there as cuBLAS GEMMs; solver "dense": K is
+        copied to the host for LAPACK); "matrix_free" evaluates K on the GPU a band of rows at a time at every
+        block product; ``transform`` evaluates its kernel rows there too. The Krylov iteration itself (its
+        orthogonalisation and the small projected problems) runs on the host, on N x b blocks. "auto" storage
+        then means "dense" when K takes at most half of the GPU's free memory. Named kernels and dense,
+        in-memory X only (no feature_map, callable, precomputed, sparse or Dask input).
     verbose : int, default=0
         When positive, ``fit`` prints the kernel storage or feature map it resolved and its time, and for
         kernel_storage="matrix_free" a line per block product (each recomputes the kernel: at N = 200 000
@@ -231,6 +241,7 @@ callable, default="rbf"
         "n_neighbors": POSITIVE_INT,
         "preimage_alpha": POSITIVE,
         "preimage_max_iter": POSITIVE_INT,
+        "device": [str],
         "verbose": VERBOSE,
     }
 
@@ -256,6 +267,7 @@ callable, default="rbf"
         n_neighbors: int = 10,
         preimage_alpha: float = 1.0,
         preimage_max_iter: int = 100,
+        device: str = "cpu",
         verbose: int = 0,
     ):
         self.n_components = n_components
@@ -277,6 +289,7 @@ callable, default="rbf"
         self.n_neighbors = n_neighbors
         self.preimage_alpha = preimage_alpha
         self.preimage_max_iter = preimage_max_iter
+        self.device = device
         self.verbose = verbose
 
     # ------------------------------------------------------------------ parameters
@@ -296,6 +309,10 @@ callable, default="rbf"
             return None, None, None, None
         return kernel_spec(fm.kernel, fm.gamma, getattr(fm, "degree", 3), getattr(fm, "coef0", 1.0), n_features)
 
+    def _cuda_device(self):
+        """The CUDA device's index, or None for the CPU (ValueError naming ``device`` for anything else)."""
+        return check_device(self.device)
+
     def _check_params_vs_input(self, n_samples, n_features, dtype, in_memory=True, sparse=False):
         """The rules that need the data or tie parameters together; returns the resolved kernel storage
         ("dense" or "matrix_free"; None with a feature map), which some of them depend on."""
@@ -309,6 +326,9 @@ callable, default="rbf"
             raise ValueError("preimage: 'fixed_point' needs the rbf kernel")
         if self.preimage == "ridge" and name == "precomputed":
             raise ValueError("preimage: 'ridge' needs a kernel function, not 'precomputed'")
+        cuda_for_input(
+            self.device, model_kernel, feature_map=self.feature_map is not None, sparse=sparse, in_memory=in_memory
+        )
         if self.preimage in ("fixed_point", "smoother") and name == "precomputed":
             raise ValueError("preimage: input-space pre-images need a kernel function, not 'precomputed'")
         if sparse and model_kernel == "precomputed":
@@ -382,7 +402,9 @@ callable, default="rbf"
                 raise ValueError(f"X: a precomputed kernel must be square, got shape {X.shape}")
             scale = eigen.check_symmetric(X)
             return (X.copy(order="C") if self.center else X), scale
-        K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only)
+        K = kernel_matrix(
+            X, None, name, gamma, degree, coef0, n_threads=self.n_threads, lower_only=lower_only, device=self.device
+        )
         if is_callable_kernel(name):  # a user's function: checked as a precomputed Gram matrix
             return K, eigen.check_symmetric(K, "kernel: the callable's Gram matrix K(X, X)")
         return K, float(np.abs(np.diagonal(K)).max())
@@ -406,6 +428,10 @@ callable, default="rbf"
         callable kernel and for sparse X, which the matrix-free core cannot evaluate)."""
         if self.kernel_storage != "auto":
             return self.kernel_storage
+        cuda = self._cuda_device()
+        if cuda is not None:
+            needed = eigen.cuda_dense_memory_bytes(n_samples, n_features, self.n_components or n_samples, dtype)
+            return "dense" if needed <= _AUTO_MEMORY_FRACTION * require_cuda(cuda)["free_bytes"] else "matrix_free"
         name = self._kernel_spec(n_features)[0]
         if name == "precomputed" or is_callable_kernel(name) or sparse:
             return "dense"
@@ -430,6 +456,10 @@ callable, default="rbf"
 
     def _fit_dense(self, X, n_components, solver):
         """Eigenpairs of the stored kernel matrix, and max |K|."""
+        if self._cuda_device() is not None and solver == "krylov":
+            rng = check_random_state(self.random_state)
+            start = rng.standard_normal((X.shape[0], eigen.krylov_block_size(n_components, X.shape[0])))
+            return self._fit_cuda(X, n_components, start.astype(X.dtype), store=True)
         check_memory(
             self._dense_fit_memory(X.shape[0], X.shape[1], n_components, X.dtype)[0],
             "X",
@@ -480,9 +510,46 @@ callable, default="rbf"
         start[:, :columns] = H[:, :columns]
         return start.astype(X.dtype)
 
+    def _fit_cuda(self, X, n_components, start, store):
+        """Eigenpairs of the kernel matrix with the block products on the GPU (K stored there, or recomputed in
+        bands at every product), and max |K|."""
+        n_samples = X.shape[0]
+        columns = _core.krylov_workspace_columns(n_components, start.shape[1]) + 2 * start.shape[1]
+        check_memory(
+            n_samples * (X.shape[1] + columns) * X.dtype.itemsize + eigen.MEMORY_SLACK_BYTES,
+            "X",
+            f"the host side of a CUDA kernel PCA fit of {n_samples} samples ({X.dtype.name})",
+        )
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        max_iter = self.max_iter or _core.default_max_iter(n_components, start.shape[1])
+        w, V, residuals, n_iter, converged, column_means, grand_mean = _core.cuda_kernel_top_eigsh(
+            X,
+            name,
+            gamma,
+            float(degree),
+            float(coef0),
+            self.center,
+            store,
+            n_components,
+            start,
+            self.tol,
+            max_iter,
+            self.n_threads,
+            (lambda k: self._progress(f"block product {k} done")) if self.verbose else None,
+            self._cuda_device(),
+        )
+        if not converged:
+            eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
+        if self.center:
+            self.column_means_, self.grand_mean_ = column_means, grand_mean
+        return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
+
     def _fit_matrix_free(self, X, n_components):
         """Eigenpairs of the kernel matrix recomputed in tiles at every block product, and max |K|."""
         n_samples = X.shape[0]
+        if self._cuda_device() is not None:
+            block = eigen.matrix_free_block_size(n_components, n_samples)
+            return self._fit_cuda(X, n_components, self._matrix_free_start(X, block), store=False)
         check_memory(
             eigen.matrix_free_memory_bytes(n_samples, X.shape[1], n_components, X.dtype, self.n_threads),
             "X",
@@ -757,7 +824,7 @@ callable, default="rbf"
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         n_train = self.H_.shape[0]
         B = np.column_stack([self.H_, np.full(n_train, 1.0 / n_train, dtype=self.H_.dtype)])
-        KB = kernel_product(X, self.X_fit_, B, name, gamma, degree, coef0, n_threads=self.n_threads)
+        KB = kernel_product(X, self.X_fit_, B, name, gamma, degree, coef0, n_threads=self.n_threads, device=self.device)
         scores = KB[:, :-1]
         if self.center:
             h_sums = self.H_.sum(axis=0, dtype=np.float64)

@@ -28,6 +28,7 @@ from rkm import _core
 from rkm._utils import primal
 from rkm._utils.calibration import fit_platt
 from rkm._utils.coding import CODINGS, class_codes, class_scores
+from rkm._utils.device import check_device, cuda_for_input
 from rkm._utils.progress import Progress
 from rkm._utils.threads import blas_threads, thread_count
 from rkm._utils.validation import (
@@ -124,6 +125,7 @@ class _LSSVM(BaseEstimator):
         "loo": ["boolean"],
         "n_threads": N_THREADS,
         "random_state": RANDOM_STATE,
+        "device": [str],
         "verbose": VERBOSE,
     }
 
@@ -148,6 +150,7 @@ class _LSSVM(BaseEstimator):
         loo: bool = False,
         n_threads: int | None = None,
         random_state: int | np.random.RandomState | None = None,
+        device: str = "cpu",
         verbose: int = 0,
     ):
         self.kernel = kernel
@@ -168,6 +171,7 @@ class _LSSVM(BaseEstimator):
         self.loo = loo
         self.n_threads = n_threads
         self.random_state = random_state
+        self.device = device
         self.verbose = verbose
 
     # ------------------------------------------------------------------ parameters
@@ -184,6 +188,12 @@ class _LSSVM(BaseEstimator):
         name = self._kernel_spec(n_features)[0]
         callable_kernel = is_callable_kernel(name)
         solver = self._resolve_solver(n_samples, name)
+        if self.mixed_precision and solver == "cholesky" and check_device(self.device) is not None:
+            raise ValueError(
+                "mixed_precision: the float32 factorization with float64 refinement runs on the CPU; use "
+                "device='cpu' or mixed_precision=False"
+            )
+        cuda_for_input(self.device, name, feature_map=solver == "primal", sparse=sp.issparse(X))
         if self.loo and solver != "cholesky":
             raise ValueError(f"loo: the closed-form leave-one-out residuals need solver='cholesky', not {solver!r}")
         if (name == "precomputed" or callable_kernel) and solver != "cholesky":
@@ -256,7 +266,9 @@ class _LSSVM(BaseEstimator):
         if self.solver_ == "primal":
             self._fit_primal(X, Y, weights)
             return
-        if weights is None and self.solver_ == "cholesky" and not sp.issparse(X) and self._named_kernel(X):
+        # The core's fused build-and-factorize runs on the CPU; device="cuda" builds K on the GPU instead.
+        fused = self.solver_ == "cholesky" and self.device == "cpu" and not sp.issparse(X) and self._named_kernel(X)
+        if weights is None and fused:
             self._fit_cholesky(X, Y)
             return
         active = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
@@ -336,7 +348,7 @@ class _LSSVM(BaseEstimator):
             K = X
         else:
             self._check_dense_memory(X.shape[0], X.dtype.itemsize, copies=2)
-            K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads)
+            K = kernel_matrix(X, None, name, gamma, degree, coef0, n_threads=self.n_threads, device=self.device)
         cache["K"] = K
         return K
 
@@ -389,6 +401,7 @@ class _LSSVM(BaseEstimator):
             max_iter=self.max_iter,
             n_threads=self.n_threads,
             random_state=self.random_state,
+            device=self.device,
             verbose=self.verbose,
             progress=self._progress,
             sample_weight=weights,
@@ -544,7 +557,9 @@ class _LSSVM(BaseEstimator):
                 scores = X @ self.dual_coef_
         else:
             name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-            scores = kernel_product(X, self.X_fit_, self.dual_coef_, name, gamma, degree, coef0, self.n_threads)
+            scores = kernel_product(
+                X, self.X_fit_, self.dual_coef_, name, gamma, degree, coef0, self.n_threads, device=self.device
+            )
         return (scores / self.eta + self.intercept_).astype(dtype, copy=False)
 
     @staticmethod
@@ -692,6 +707,12 @@ default="rbf"
         -1: all cores; -k: all but k - 1; 0 is an error.
     random_state : int, RandomState or None, default=None
         Seeds the preconditioner of solver="cg".
+    device : {"cpu", "cuda", "cuda:N"}, default="cpu"
+        Where the kernel is evaluated (rkm built with ``-Ccmake.define.RKM_CUDA=ON``, an NVIDIA GPU and
+        cuBLAS): solver="cholesky" builds K on the GPU and factorizes it on the host; solver="cg" computes its
+        kernel products there (kernel_storage "matrix_free": in bands at every product; "dense": K built there,
+        multiplied on the host); ``predict`` evaluates its kernel rows there. The preconditioner is built on
+        the host. Named kernels and dense X only (not with a feature_map).
     verbose : int, default=0
         0: silent; 1: the solver chosen and its stages (solver="cg": a line every 10 iterations and at each
         residual check); 2: every conjugate-gradient iteration.
@@ -775,6 +796,7 @@ default="rbf"
         loo: bool = False,
         n_threads: int | None = None,
         random_state: int | np.random.RandomState | None = None,
+        device: str = "cpu",
         verbose: int = 0,
     ):
         super().__init__(
@@ -796,6 +818,7 @@ default="rbf"
             loo=loo,
             n_threads=n_threads,
             random_state=random_state,
+            device=device,
             verbose=verbose,
         )
         self.robust = robust
@@ -934,6 +957,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         loo: bool = False,
         n_threads: int | None = None,
         random_state: int | np.random.RandomState | None = None,
+        device: str = "cpu",
         verbose: int = 0,
     ):
         super().__init__(
@@ -955,6 +979,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             loo=loo,
             n_threads=n_threads,
             random_state=random_state,
+            device=device,
             verbose=verbose,
         )
         self.coding = coding
