@@ -297,3 +297,76 @@ def test_a_stored_kernel_beyond_the_gpu_memory_raises_before_allocating():
     X = np.zeros((n, 1))
     with pytest.raises(MemoryError, match="GPU memory"):
         KernelPCA(2, kernel_storage="dense", solver="krylov", device="cuda").fit(X)
+
+
+# ---------------------------------------------------------------- DLPack inputs (CuPy arrays, PyTorch CUDA tensors)
+
+
+class _FakeCudaTensor:
+    """A DLPack producer that claims CUDA memory but hands out NumPy's host capsule: the core must refuse it."""
+
+    __module__ = "torch"  # checked as a PyTorch tensor would be
+
+    def __init__(self, array):
+        self._array = array
+        self.shape = array.shape
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._array.__dlpack__()
+
+
+def test_cuda_tensors_must_be_asked_for_by_device():
+    X = _FakeCudaTensor(_blobs())
+    with pytest.raises(ValueError, match="device: X is in CUDA memory"):
+        kernel_matrix(X)
+    with pytest.raises(ValueError, match="device: X is in CUDA memory"):
+        kernel_matrix(X, device="cuda:1")
+    with pytest.raises(ValueError, match="Y: must be a CUDA tensor on X's device"):
+        kernel_matrix(X, _blobs(), device="cuda")
+    with pytest.raises(ValueError, match="B: must be a CUDA tensor on X's device"):
+        kernel_product(X, None, np.ones((60, 1)), device="cuda")
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="the device check comes first without a GPU")
+def test_a_capsule_of_host_memory_is_refused_by_the_core():
+    X = _FakeCudaTensor(_blobs())
+    with pytest.raises(ValueError, match="X: a DLPack tensor in CUDA memory is needed, got device type 1"):
+        kernel_matrix(X, device="cuda")
+
+
+def test_the_core_reads_and_consumes_dlpack_capsules():
+    capsule = _blobs().__dlpack__()  # a host capsule: refused, by every build, after it was read
+    with pytest.raises(ValueError, match="X: a DLPack tensor in CUDA memory is needed, got device type 1"):
+        _core.cuda_kernel_matrix_dlpack(capsule)
+    with pytest.raises(ValueError, match="not an unused DLPack capsule"):  # the protocol's "used_dltensor"
+        _core.cuda_kernel_matrix_dlpack(capsule)
+
+
+def _gpu_library(name):
+    library = pytest.importorskip(name)
+    if name == "torch" and not library.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    return library
+
+
+@requires_gpu
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+@pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-12), ("float32", 1e-5)])
+def test_cuda_tensors_stay_on_the_gpu_and_equal_the_cpu_results(library, dtype, tolerance):
+    lib = _gpu_library(library)
+    X, Y, B = _blobs(80, 6, dtype, 11), _blobs(50, 6, dtype, 12), _blobs(50, 2, dtype, 13)
+    on_gpu = {"torch": lambda A: lib.from_numpy(A).cuda(), "cupy": lambda A: lib.asarray(A)}[library]
+    to_host = {"torch": lambda A: A.cpu().numpy(), "cupy": lambda A: A.get()}[library]
+    K = kernel_matrix(on_gpu(X), on_gpu(Y), "rbf", gamma=0.3, device="cuda")
+    assert type(K).__module__.split(".")[0] == library and str(K.dtype).endswith(dtype)
+    expected = kernel_matrix(X, Y, "rbf", gamma=0.3)
+    np.testing.assert_allclose(to_host(K), expected, rtol=0, atol=tolerance)
+    KB = kernel_product(on_gpu(X), on_gpu(Y), on_gpu(B), "rbf", gamma=0.3, device="cuda")
+    np.testing.assert_allclose(to_host(KB), expected @ B, rtol=0, atol=tolerance * 50 * np.abs(B).max())
+    with pytest.raises(ValueError, match="X: contains NaN"):
+        bad = X.copy()
+        bad[3, 2] = np.nan
+        kernel_matrix(on_gpu(bad), device="cuda")

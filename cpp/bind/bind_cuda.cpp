@@ -7,6 +7,7 @@
 #include "cuda/device.hpp"
 #endif
 
+#include <cstdint>
 #include <vector>
 
 namespace rkm::bind {
@@ -56,7 +57,7 @@ py::array_t<T> cuda_kernel_matrix(ConstMatrixRef<T> X, std::optional<ConstMatrix
   if (Y && Y->cols() != X.cols()) throw std::invalid_argument("Y: must have as many columns as X");
   const Eigen::Index n_y = Y ? Y->rows() : X.rows();
   // Before the host allocation: a K too large for the GPU is refused without touching host memory.
-  cuda::check_kernel_matrix_fits(X.rows(), Y ? Y->rows() : 0, X.cols(), sizeof(T), device);
+  cuda::check_kernel_matrix_fits(X.rows(), Y ? Y->rows() : 0, X.cols(), sizeof(T), spec, device);
   py::array_t<T> out({X.rows(), n_y});
   {
     // Safe without the GIL: the NumPy buffers stay referenced until we return.
@@ -139,6 +140,194 @@ py::tuple cuda_kernel_top_eigsh(ConstMatrixRef<T> X, const std::string& kernel, 
 #endif
 }
 
+// ---- DLPack: CuPy arrays and PyTorch CUDA tensors in and out without a copy to the host
+
+// The DLPack ABI (dlpack.h, stable since v0.6), declared here as the cuBLAS entry points are in cuda/cublas.cpp:
+// a capsule named "dltensor" holds a ManagedTensor whose deleter its consumer calls when done with it.
+namespace dlpack {
+struct Device {
+  std::int32_t device_type;
+  std::int32_t device_id;
+};
+struct DataType {
+  std::uint8_t code;
+  std::uint8_t bits;
+  std::uint16_t lanes;
+};
+struct Tensor {
+  void* data;
+  Device device;
+  std::int32_t ndim;
+  DataType dtype;
+  std::int64_t* shape;
+  std::int64_t* strides;  // in elements; null means C-contiguous
+  std::uint64_t byte_offset;
+};
+struct ManagedTensor {
+  Tensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(ManagedTensor*);
+};
+constexpr std::int32_t kCuda = 2;  // kDLCUDA
+constexpr std::uint8_t kFloat = 2;  // kDLFloat
+}  // namespace dlpack
+
+// A 2-D float32 or float64 C-contiguous tensor in CUDA memory, taken from its capsule (renamed "used_dltensor",
+// as the protocol asks) and handed back through its deleter when this goes out of scope, which must happen with
+// the GIL held (a producer's deleter may release Python objects).
+class BorrowedTensor {
+ public:
+  BorrowedTensor(const py::capsule& capsule, const char* name) {
+    managed_ = static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (!managed_) {
+      PyErr_Clear();
+      throw std::invalid_argument(std::string(name) + ": not an unused DLPack capsule");
+    }
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    const dlpack::Tensor& t = managed_->dl_tensor;
+    require(t.device.device_type == dlpack::kCuda,
+            std::string(name) + ": a DLPack tensor in CUDA memory is needed, got device type " +
+                std::to_string(t.device.device_type));
+    require(t.dtype.code == dlpack::kFloat && (t.dtype.bits == 32 || t.dtype.bits == 64) && t.dtype.lanes == 1,
+            std::string(name) + ": must be float32 or float64");
+    require(t.ndim == 2, std::string(name) + ": must be 2-D, got " + std::to_string(t.ndim) + " dimensions");
+    rows = t.shape[0];
+    cols = t.shape[1];
+    // Strides of a dimension of extent 1 do not matter (PyTorch reports them freely).
+    const bool contiguous = !t.strides || ((rows <= 1 || t.strides[0] == cols) && (cols <= 1 || t.strides[1] == 1));
+    require(contiguous, std::string(name) + ": must be C-contiguous (cupy.ascontiguousarray or Tensor.contiguous())");
+    device = t.device.device_id;
+    bits = t.dtype.bits;
+  }
+  BorrowedTensor(const BorrowedTensor&) = delete;
+  BorrowedTensor& operator=(const BorrowedTensor&) = delete;
+  ~BorrowedTensor() {
+    if (managed_->deleter) managed_->deleter(managed_);
+  }
+
+  template <typename T>
+  const T* data() const {
+    const dlpack::Tensor& t = managed_->dl_tensor;
+    return reinterpret_cast<const T*>(static_cast<const char*>(t.data) + t.byte_offset);
+  }
+
+  std::int64_t rows = 0, cols = 0;
+  int device = 0, bits = 0;
+
+ private:
+  dlpack::ManagedTensor* managed_ = nullptr;
+};
+
+#ifdef RKM_HAVE_CUDA
+// A result in device memory rkm allocated, as a "dltensor" capsule: the consumer's deleter call (or the capsule's
+// destructor, when nobody consumed it) frees it.
+struct ExportedTensor {
+  dlpack::ManagedTensor managed{};
+  std::int64_t shape[2] = {0, 0};
+};
+
+void delete_exported(dlpack::ManagedTensor* managed) {
+  cuda::free_device_memory(managed->dl_tensor.data);
+  delete static_cast<ExportedTensor*>(managed->manager_ctx);
+}
+
+void delete_unconsumed(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;  // renamed "used_dltensor": the consumer owns it
+  auto* managed = static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  managed->deleter(managed);
+}
+
+template <typename T>
+py::capsule export_tensor(T* data, std::int64_t rows, std::int64_t cols, int device) {
+  auto* exported = new ExportedTensor;
+  exported->shape[0] = rows;
+  exported->shape[1] = cols;
+  dlpack::Tensor& t = exported->managed.dl_tensor;
+  t.data = data;
+  t.device = {dlpack::kCuda, device};
+  t.ndim = 2;
+  t.dtype = {dlpack::kFloat, static_cast<std::uint8_t>(8 * sizeof(T)), 1};
+  t.shape = exported->shape;
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  exported->managed.manager_ctx = exported;
+  exported->managed.deleter = delete_exported;
+  PyObject* capsule = PyCapsule_New(&exported->managed, "dltensor", delete_unconsumed);
+  if (!capsule) {
+    delete_exported(&exported->managed);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+#endif
+
+void require_same(const BorrowedTensor& a, const BorrowedTensor& b, const char* name) {
+  require(b.bits == a.bits, std::string(name) + ": must have X's dtype");
+  require(b.device == a.device, std::string(name) + ": must be on X's CUDA device");
+}
+
+py::capsule cuda_kernel_matrix_dlpack(const py::capsule& X_capsule, std::optional<py::capsule> Y_capsule,
+                                      const std::string& kernel, std::optional<double> gamma, double degree,
+                                      double coef0) {
+  const BorrowedTensor X(X_capsule, "X");
+  const std::optional<BorrowedTensor> Y = Y_capsule ? std::make_optional<BorrowedTensor>(*Y_capsule, "Y")
+                                                    : std::nullopt;
+  if (Y) {
+    require_same(X, *Y, "Y");
+    require(Y->cols == X.cols, "Y: must have as many columns as X");
+  }
+  const KernelSpec spec = make_spec(kernel, gamma, X.cols, degree, coef0);
+#ifdef RKM_HAVE_CUDA
+  const std::int64_t n_y = Y ? Y->rows : X.rows;
+  auto compute = [&](auto zero) -> py::capsule {
+    using T = decltype(zero);
+    T* K;
+    {
+      py::gil_scoped_release release;  // the tensors stay referenced by their capsules
+      K = cuda::kernel_matrix_on_device<T>(X.data<T>(), X.rows, Y ? Y->data<T>() : nullptr, n_y, X.cols, spec,
+                                           X.device);
+    }
+    return export_tensor<T>(K, X.rows, n_y, X.device);
+  };
+  return X.bits == 32 ? compute(0.0f) : compute(0.0);
+#else
+  (void)spec;
+  throw device_error(kNotBuilt);
+#endif
+}
+
+py::capsule cuda_kernel_product_dlpack(const py::capsule& X_capsule, std::optional<py::capsule> Y_capsule,
+                                       const py::capsule& B_capsule, const std::string& kernel,
+                                       std::optional<double> gamma, double degree, double coef0) {
+  const BorrowedTensor X(X_capsule, "X");
+  const std::optional<BorrowedTensor> Y = Y_capsule ? std::make_optional<BorrowedTensor>(*Y_capsule, "Y")
+                                                    : std::nullopt;
+  const BorrowedTensor B(B_capsule, "B");
+  if (Y) {
+    require_same(X, *Y, "Y");
+    require(Y->cols == X.cols, "Y: must have as many features as X");
+  }
+  require_same(X, B, "B");
+  require(B.rows == (Y ? Y->rows : X.rows), "B: must have one row per sample of Y (of X when Y is None)");
+  const KernelSpec spec = make_spec(kernel, gamma, X.cols, degree, coef0);
+#ifdef RKM_HAVE_CUDA
+  auto compute = [&](auto zero) -> py::capsule {
+    using T = decltype(zero);
+    T* KB;
+    {
+      py::gil_scoped_release release;  // the tensors stay referenced by their capsules
+      KB = cuda::kernel_product_on_device<T>(X.data<T>(), X.rows, Y ? Y->data<T>() : nullptr, Y ? Y->rows : 0,
+                                             X.cols, spec, B.data<T>(), B.cols, X.device);
+    }
+    return export_tensor<T>(KB, X.rows, B.cols, X.device);
+  };
+  return X.bits == 32 ? compute(0.0f) : compute(0.0);
+#else
+  (void)spec;
+  throw device_error(kNotBuilt);
+#endif
+}
+
 template <typename T>
 void def_cuda_operator(py::module_& m) {
   m.def("cuda_kernel_product", &cuda_kernel_product<T>, py::arg("X").noconvert(), py::arg("Y").noconvert(),
@@ -176,6 +365,13 @@ void bind_cuda(py::module_& m) {
         "returns which copy. DeviceError when none loads.");
   def_cuda_operator<double>(m);
   def_cuda_operator<float>(m);
+  m.def("cuda_kernel_matrix_dlpack", &cuda_kernel_matrix_dlpack, py::arg("X"), py::arg("Y") = py::none(),
+        py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0, py::arg("coef0") = 1.0,
+        "K(X, Y) for DLPack capsules of CUDA tensors (X.__dlpack__()), computed on their device and returned "
+        "there as a DLPack capsule; the inputs' capsules are consumed.");
+  m.def("cuda_kernel_product_dlpack", &cuda_kernel_product_dlpack, py::arg("X"), py::arg("Y"), py::arg("B"),
+        py::arg("kernel") = "rbf", py::arg("gamma") = py::none(), py::arg("degree") = 3.0, py::arg("coef0") = 1.0,
+        "K(X, Y) @ B for DLPack capsules of CUDA tensors, on their device, returned as a DLPack capsule.");
 }
 
 }  // namespace rkm::bind

@@ -17,6 +17,7 @@ struct cublasContext;
 using Handle = cublasContext*;
 using Status = int;                      // cublasStatus_t: CUBLAS_STATUS_SUCCESS = 0
 constexpr int kOpNone = 0;               // CUBLAS_OP_N
+constexpr int kOpTranspose = 1;          // CUBLAS_OP_T
 constexpr int kPedanticMath = 2;         // CUBLAS_PEDANTIC_MATH: no TF32 or reduced-precision shortcuts
 constexpr int kMajor = 0, kMinor = 1, kPatch = 2;  // libraryPropertyType
 
@@ -115,17 +116,19 @@ std::string loaded_cublas() {
 }
 
 template <typename T>
-void gemm(int device, int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C, int ldc) {
+void gemm(int device, bool transpose_a, int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C,
+          int ldc) {
   Handle handle = handle_for(device);
+  const int op_a = transpose_a ? kOpTranspose : kOpNone;
   const T one = 1, zero = 0;
   if constexpr (sizeof(T) == 4) {
-    check(api.sgemm(handle, kOpNone, kOpNone, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc), "cublasSgemm");
+    check(api.sgemm(handle, op_a, kOpNone, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc), "cublasSgemm");
   } else {
-    check(api.dgemm(handle, kOpNone, kOpNone, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc), "cublasDgemm");
+    check(api.dgemm(handle, op_a, kOpNone, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc), "cublasDgemm");
   }
 }
 
-template void gemm<float>(int, int, int, int, const float*, int, const float*, int, float*, int);
-template void gemm<double>(int, int, int, int, const double*, int, const double*, int, double*, int);
+template void gemm<float>(int, bool, int, int, int, const float*, int, const float*, int, float*, int);
+template void gemm<double>(int, bool, int, int, int, const double*, int, const double*, int, double*, int);
 
 }  // namespace rkm::cuda

@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rkm::cuda {
@@ -37,6 +38,8 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() { cudaFree(pointer_); }
+  // Hands the memory to the caller, who frees it with free_device_memory.
+  void* release() { return std::exchange(pointer_, nullptr); }
   template <typename T>
   T* as() const {
     return static_cast<T*>(pointer_);
@@ -86,15 +89,24 @@ RuntimeStatus runtime_status() {
 
 namespace {
 
-// Rows of K per band of the matrix-free operator: at most kBandBytes of K, and at most kMaxBandRows (the kernel
-// grid's y extent is 65535 blocks of 16 rows).
+// Rows of K per band of the matrix-free operator: at most kBandBytes of K, and at most kMaxBandRows (the
+// laplacian kernel's grid has a y extent of 65535 blocks of 16 rows). The inner products of a band come from
+// cuBLAS in sub-bands of at most kGramBytes of doubles.
 constexpr std::size_t kBandBytes = std::size_t(512) << 20;
+constexpr std::size_t kGramBytes = std::size_t(256) << 20;
 constexpr std::size_t kMaxBandRows = std::size_t(1) << 19;
 
-std::size_t band_rows(std::size_t n_x, std::size_t n_z, std::size_t value_bytes) {
-  const std::size_t rows = kBandBytes / std::max<std::size_t>(1, n_z * value_bytes);
+std::size_t rows_within(std::size_t bytes, std::size_t n_x, std::size_t n_z, std::size_t value_bytes) {
+  const std::size_t rows = bytes / std::max<std::size_t>(1, n_z * value_bytes);
   return std::max<std::size_t>(1, std::min({n_x, rows, kMaxBandRows}));
 }
+
+std::size_t band_rows(std::size_t n_x, std::size_t n_z, std::size_t value_bytes, bool store) {
+  return store ? n_x : rows_within(kBandBytes, n_x, n_z, value_bytes);
+}
+
+// Every kernel but laplacian is a transform of inner products, which cuBLAS computes.
+bool from_gram(KernelType type) { return type != KernelType::laplacian; }
 
 // Throws unless device `device` exists and has `needed` bytes free; allocates nothing.
 void require_device_memory(std::size_t needed, const std::string& what, int device) {
@@ -115,82 +127,191 @@ void require_int_sizes(std::size_t n_x, std::size_t n_z, std::size_t n_features)
     throw std::invalid_argument("X: more than 2^31 - 1 rows or features for the CUDA path");
 }
 
-// K(X, Z) on one device: X and Z uploaded once, K stored whole or evaluated a band of rows at a time; products
-// K B by cuBLAS. Z == nullptr means Z = X, with the exact diagonal.
+// The data as the kernel reads it, in double (as the CPU core's KernelBlocks): rbf shifted by X's mean, which
+// removes most of the cancellation in ||x||^2 + ||z||^2 - 2 x^T z; and the squared norms.
+struct KernelInputs {
+  RowMatrix<double> values;
+  Eigen::VectorXd squared_norms;
+};
+
+// rbf reads x - z only, so both sets shift by X's mean (an empty shift: none), as in the CPU core.
+template <typename T>
+Eigen::RowVectorXd kernel_shift(const T* X, std::size_t n_x, std::size_t d, KernelType type) {
+  if (type != KernelType::rbf) return {};
+  const Eigen::Map<const RowMatrix<T>> view(X, Eigen::Index(n_x), Eigen::Index(d));
+  return view.template cast<double>().colwise().mean();
+}
+
+template <typename T>
+KernelInputs kernel_inputs(const T* A, std::size_t rows, std::size_t d, const Eigen::RowVectorXd& shift) {
+  const Eigen::Map<const RowMatrix<T>> view(A, Eigen::Index(rows), Eigen::Index(d));
+  KernelInputs inputs{view.template cast<double>(), {}};
+  if (shift.size() != 0) inputs.values.rowwise() -= shift;
+  inputs.squared_norms = inputs.values.rowwise().squaredNorm();
+  return inputs;
+}
+
+// Device memory freed on every exit path, holding `count` values of T.
+template <typename T>
+class DeviceArray : public DeviceBuffer {
+ public:
+  explicit DeviceArray(std::size_t count) : DeviceBuffer(count * sizeof(T) + 1) {}
+  T* get() const { return as<T>(); }
+  void upload(const T* from, std::size_t count, const char* what) const {
+    check(cudaMemcpy(get(), from, count * sizeof(T), cudaMemcpyHostToDevice), what);
+  }
+};
+
+// K(X, Z) on one device: X and Z uploaded once (in double, with their squared norms), K stored whole or evaluated
+// a band of rows at a time, from cuBLAS inner products (laplacian: directly); products K B by cuBLAS in T.
+// Z == nullptr means Z = X, with the exact diagonal.
 template <typename T>
 class DeviceKernel {
  public:
+  // X and Z in host memory, or (on_device) in device `device`'s memory, which then holds B and Y of the products
+  // too.
   DeviceKernel(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t d, const KernelSpec& spec,
-               bool store, std::size_t max_columns, int device)
+               bool store, std::size_t max_columns, int device, bool on_device = false)
       : spec_(spec), n_x_(n_x), n_z_(Z ? n_z : n_x), d_(d), symmetric_(Z == nullptr), store_(store),
-        band_(store ? n_x : band_rows(n_x, n_z_, sizeof(T))), device_(device) {
+        band_(band_rows(n_x, n_z_, sizeof(T), store)), gram_rows_(rows_within(kGramBytes, band_, n_z_, 8)),
+        device_(device) {
     require_int_sizes(n_x_, n_z_, d_);
-    require_device_memory(kernel_operator_bytes(n_x_, n_z_, d_, max_columns, sizeof(T), symmetric_, store_),
-                          store_ ? "the kernel matrix" : "the kernel operator's bands", device_);
+    require_device_memory(
+        kernel_operator_bytes(n_x_, n_z_, d_, max_columns, sizeof(T), symmetric_, store_, from_gram(spec.type)),
+        store_ ? "the kernel matrix" : "the kernel operator's bands", device_);
     check(cudaSetDevice(device_), "cudaSetDevice");
-    x_ = std::make_unique<DeviceBuffer>(n_x_ * d_ * sizeof(T) + 1);
-    upload(x_->as<T>(), X, n_x_ * d_, "copying X");
-    if (!symmetric_) {
-      z_ = std::make_unique<DeviceBuffer>(n_z_ * d_ * sizeof(T) + 1);
-      upload(z_->as<T>(), Z, n_z_ * d_, "copying Y");
+    flags_ = std::make_unique<DeviceArray<unsigned>>(1);
+    if (on_device) {
+      const std::unique_ptr<DeviceArray<double>> shift = device_shift(X);
+      x_ = device_inputs(X, n_x_, shift.get(), "X");
+      if (!symmetric_) z_ = device_inputs(Z, n_z_, shift.get(), "Y");
+    } else {
+      const Eigen::RowVectorXd shift = kernel_shift<T>(X, n_x_, d_, spec.type);
+      x_ = upload_inputs(kernel_inputs<T>(X, n_x_, d_, shift), "copying X");
+      if (!symmetric_) z_ = upload_inputs(kernel_inputs<T>(Z, n_z_, d_, shift), "copying Y");
+      b_ = std::make_unique<DeviceArray<T>>(n_z_ * max_columns);
+      y_ = std::make_unique<DeviceArray<T>>(n_x_ * max_columns);
     }
-    k_ = std::make_unique<DeviceBuffer>(band_ * n_z_ * sizeof(T) + 1);
-    b_ = std::make_unique<DeviceBuffer>(n_z_ * max_columns * sizeof(T) + 1);
-    y_ = std::make_unique<DeviceBuffer>(n_x_ * max_columns * sizeof(T) + 1);
-    flags_ = std::make_unique<DeviceBuffer>(sizeof(unsigned));
-    check(cudaMemset(flags_->as<unsigned>(), 0, sizeof(unsigned)), "cudaMemset");
-    if (store_) evaluate(0, n_x_, k_->as<T>());
+    if (from_gram(spec.type)) gram_ = std::make_unique<DeviceArray<double>>(gram_rows_ * n_z_);
+    k_ = std::make_unique<DeviceArray<T>>(band_ * n_z_);
+    clear_flags();
+    if (store_) evaluate(0, n_x_, k_->get());
+  }
+
+  // The stored K, handed to the caller (free_device_memory) after the values' checks.
+  T* release_kernel_matrix() {
+    report_flags();
+    return static_cast<T*>(k_->release());
   }
 
   // out (n_x x n_z, host) = the stored K.
   void download(T* out) const {
-    check(cudaMemcpy(out, k_->as<T>(), n_x_ * n_z_ * sizeof(T), cudaMemcpyDeviceToHost), "copying K");
+    check(cudaMemcpy(out, k_->get(), n_x_ * n_z_ * sizeof(T), cudaMemcpyDeviceToHost), "copying K");
     report_flags();
   }
 
   // Y (n_x x c, host, row-major) = K B for B (n_z x c, host, row-major).
   void times(const T* B, std::size_t c, T* Y) {
     check(cudaSetDevice(device_), "cudaSetDevice");
-    upload(b_->as<T>(), B, n_z_ * c, "copying B");
-    // Row-major B and Y are their transposes in cuBLAS's column-major view, and a row-major band K_I is K_I^T:
-    // Y_I^T (c x rows) = B^T (c x n_z) K_I^T (n_z x rows).
-    for (std::size_t r0 = 0; r0 < n_x_; r0 += band_) {
-      const std::size_t rows = std::min(band_, n_x_ - r0);
-      const T* band = k_->as<T>() + (store_ ? r0 * n_z_ : 0);
-      if (!store_) {
-        throw_if_interrupted();
-        evaluate(r0, rows, k_->as<T>());
-      }
-      gemm<T>(device_, int(c), int(rows), int(n_z_), b_->as<T>(), int(c), band, int(n_z_), y_->as<T>() + r0 * c,
-              int(c));
-    }
-    check(cudaMemcpy(Y, y_->as<T>(), n_x_ * c * sizeof(T), cudaMemcpyDeviceToHost), "copying K B");
+    b_->upload(B, n_z_ * c, "copying B");
+    times_on_device(b_->get(), c, y_->get());
+    check(cudaMemcpy(Y, y_->get(), n_x_ * c * sizeof(T), cudaMemcpyDeviceToHost), "copying K B");
+    report_flags();
+  }
+
+  // The same with B and Y in the device's memory; returns once Y is complete.
+  void times_device(const T* B, std::size_t c, T* Y) {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(launch_check_finite<T>(B, n_z_ * c, flags_->get()), "launching the finiteness check");
+    if (read_flags() & kNonFiniteFlag) throw std::invalid_argument("B: contains NaN or infinity");
+    times_on_device(B, c, Y);
     report_flags();
   }
 
  private:
-  static void upload(T* to, const T* from, std::size_t count, const char* what) {
-    check(cudaMemcpy(to, from, count * sizeof(T), cudaMemcpyHostToDevice), what);
+  void times_on_device(const T* B, std::size_t c, T* Y) {
+    // Row-major B and Y are their transposes in cuBLAS's column-major view, and a row-major band K_I is K_I^T:
+    // Y_I^T (c x rows) = B^T (c x n_z) K_I^T (n_z x rows).
+    for (std::size_t r0 = 0; r0 < n_x_; r0 += band_) {
+      const std::size_t rows = std::min(band_, n_x_ - r0);
+      const T* band = k_->get() + (store_ ? r0 * n_z_ : 0);
+      if (!store_) {
+        throw_if_interrupted();
+        evaluate(r0, rows, k_->get());
+      }
+      gemm<T>(device_, false, int(c), int(rows), int(n_z_), B, int(c), band, int(n_z_), Y + r0 * c, int(c));
+    }
+  }
+
+  struct DeviceInputs {
+    std::unique_ptr<DeviceArray<double>> values, squared_norms;
+  };
+
+  static DeviceInputs upload_inputs(const KernelInputs& inputs, const char* what) {
+    DeviceInputs device{std::make_unique<DeviceArray<double>>(std::size_t(inputs.values.size())),
+                        std::make_unique<DeviceArray<double>>(std::size_t(inputs.squared_norms.size()))};
+    device.values->upload(inputs.values.data(), std::size_t(inputs.values.size()), what);
+    device.squared_norms->upload(inputs.squared_norms.data(), std::size_t(inputs.squared_norms.size()), what);
+    return device;
   }
 
   // Rows r0 .. r0 + rows of K into out (rows x n_z).
   void evaluate(std::size_t r0, std::size_t rows, T* out) const {
     if (n_z_ == 0) return;  // an empty grid is a launch error
-    const T* z = symmetric_ ? x_->as<T>() : z_->as<T>();
-    for (std::size_t first = r0; first < r0 + rows; first += kMaxBandRows) {  // the grid's y extent
-      const std::size_t count = std::min(kMaxBandRows, r0 + rows - first);
-      check(launch_kernel_matrix<T>(x_->as<T>() + first * d_, int(count), z, int(n_z_), int(d_),
-                                    static_cast<KernelCode>(spec_.type), spec_.gamma, spec_.degree, spec_.coef0,
-                                    symmetric_ ? static_cast<long long>(first) : -1,
-                                    out + (first - r0) * n_z_, flags_->as<unsigned>()),
-            "launching the kernel-matrix kernel");
+    const DeviceInputs& z = symmetric_ ? x_ : z_;
+    const double* x_values = x_.values->get();
+    const std::size_t step = from_gram(spec_.type) ? gram_rows_ : kMaxBandRows;
+    for (std::size_t first = r0; first < r0 + rows; first += step) {
+      const std::size_t count = std::min(step, r0 + rows - first);
+      const DiagonalOffset diagonal = symmetric_ ? DiagonalOffset(first) : -1;
+      T* target = out + (first - r0) * n_z_;
+      if (!from_gram(spec_.type)) {
+        check(launch_laplacian_matrix<T>(x_values + first * d_, int(count), z.values->get(), int(n_z_), int(d_),
+                                         spec_.gamma, diagonal, target, flags_->get()),
+              "launching the laplacian kernel");
+        continue;
+      }
+      // G (count x n_z, row-major) = X_I Z^T, which is Z X_I^T (n_z x count) in cuBLAS's column-major view.
+      const int ld = int(std::max<std::size_t>(1, d_));
+      gemm<double>(device_, true, int(n_z_), int(count), int(d_), z.values->get(), ld, x_values + first * d_, ld,
+                   gram_->get(), int(n_z_));
+      check(launch_kernel_from_gram<T>(gram_->get(), x_.squared_norms->get() + first, z.squared_norms->get(),
+                                       int(count), int(n_z_), static_cast<KernelCode>(spec_.type), spec_.gamma,
+                                       spec_.degree, spec_.coef0, diagonal, target, flags_->get()),
+            "launching the kernel-value kernel");
     }
   }
 
-  void report_flags() const {
+  // rbf's shift (X's column means) computed on the device; null for the other kernels.
+  std::unique_ptr<DeviceArray<double>> device_shift(const T* X) const {
+    if (spec_.type != KernelType::rbf) return nullptr;
+    auto means = std::make_unique<DeviceArray<double>>(d_);
+    check(launch_column_means<T>(X, int(n_x_), int(d_), means->get()), "launching the column means");
+    return means;
+  }
+
+  // kernel_inputs on the device, from rows already there; `name` is the argument a NaN is reported for.
+  DeviceInputs device_inputs(const T* A, std::size_t rows, const DeviceArray<double>* shift, const char* name) {
+    DeviceInputs inputs{std::make_unique<DeviceArray<double>>(rows * d_),
+                        std::make_unique<DeviceArray<double>>(rows)};
+    clear_flags();
+    check(launch_kernel_inputs<T>(A, int(rows), int(d_), shift ? shift->get() : nullptr, inputs.values->get(),
+                                  inputs.squared_norms->get(), flags_->get()),
+          "launching the input preparation");
+    if (read_flags() & kNonFiniteFlag) throw std::invalid_argument(std::string(name) + ": contains NaN or infinity");
+    return inputs;
+  }
+
+  void clear_flags() const { check(cudaMemset(flags_->get(), 0, sizeof(unsigned)), "cudaMemset"); }
+
+  unsigned read_flags() const {
     unsigned found = 0;
-    check(cudaMemcpy(&found, flags_->as<unsigned>(), sizeof(unsigned), cudaMemcpyDeviceToHost),
-          "copying the flags");
+    check(cudaMemcpy(&found, flags_->get(), sizeof(unsigned), cudaMemcpyDeviceToHost), "copying the flags");
+    return found;
+  }
+
+  void report_flags() const {
+    const unsigned found = read_flags();
     ValueFlags value_flags;
     value_flags.non_finite = (found & kNonFiniteFlag) != 0;
     value_flags.negative_base = (found & kNegativeBaseFlag) != 0;
@@ -200,26 +321,32 @@ class DeviceKernel {
   KernelSpec spec_;
   std::size_t n_x_, n_z_, d_;
   bool symmetric_, store_;
-  std::size_t band_;
+  std::size_t band_, gram_rows_;
   int device_;
-  std::unique_ptr<DeviceBuffer> x_, z_, k_, b_, y_, flags_;
+  DeviceInputs x_, z_;
+  std::unique_ptr<DeviceArray<double>> gram_;
+  std::unique_ptr<DeviceArray<T>> k_, b_, y_;
+  std::unique_ptr<DeviceArray<unsigned>> flags_;
 };
 
 }  // namespace
 
 std::size_t kernel_operator_bytes(std::size_t n_x, std::size_t n_z, std::size_t n_features, std::size_t b,
-                                  std::size_t value_bytes, bool symmetric, bool store) {
+                                  std::size_t value_bytes, bool symmetric, bool store, bool gram) {
   if (symmetric) n_z = n_x;
-  const std::size_t k_rows = store ? n_x : band_rows(n_x, n_z, value_bytes);
-  const std::size_t values = (n_x + (symmetric ? 0 : n_z)) * n_features + (n_x + n_z) * b + k_rows * n_z;
-  return values * value_bytes + sizeof(unsigned);
+  const std::size_t k_rows = band_rows(n_x, n_z, value_bytes, store);
+  const std::size_t inputs = (n_x + (symmetric ? 0 : n_z)) * (n_features + 1);  // doubles, with the norms
+  const std::size_t gram_values = gram ? rows_within(kGramBytes, k_rows, n_z, 8) * n_z : 0;
+  const std::size_t values = (n_x + n_z) * b + k_rows * n_z;
+  return (inputs + n_features + gram_values) * 8 + values * value_bytes + sizeof(unsigned);
 }
 
 void check_kernel_matrix_fits(std::size_t n_x, std::size_t n_y, std::size_t n_features, std::size_t value_bytes,
-                              int device) {
+                              const KernelSpec& spec, int device) {
   const bool symmetric = n_y == 0;
-  require_device_memory(kernel_operator_bytes(n_x, n_y, n_features, 0, value_bytes, symmetric, true),
-                        "the kernel matrix", device);
+  require_device_memory(
+      kernel_operator_bytes(n_x, n_y, n_features, 0, value_bytes, symmetric, true, from_gram(spec.type)),
+      "the kernel matrix", device);
 }
 
 template <typename T>
@@ -240,6 +367,31 @@ void kernel_product(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, st
   }
   kernel.times(B, b, Y);
 }
+
+template <typename T>
+T* kernel_matrix_on_device(const T* X, std::size_t n_x, const T* Y, std::size_t n_y, std::size_t n_features,
+                           const KernelSpec& spec, int device) {
+  DeviceKernel<T> kernel(X, n_x, Y, n_y, n_features, spec, true, 0, device, true);
+  return kernel.release_kernel_matrix();
+}
+
+template <typename T>
+T* kernel_product_on_device(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t n_features,
+                            const KernelSpec& spec, const T* B, std::size_t b, int device) {
+  DeviceKernel<T> kernel(X, n_x, Z, n_z, n_features, spec, false, b, device, true);
+  DeviceArray<T> out(n_x * b);
+  if (n_x != 0 && b != 0) {
+    if (Z && n_z == 0) {  // K has no columns: cuBLAS rejects k = 0
+      check(cudaMemset(out.get(), 0, n_x * b * sizeof(T)), "cudaMemset");
+    } else {
+      kernel.times_device(B, b, out.get());
+    }
+  }
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  return static_cast<T*>(out.release());
+}
+
+void free_device_memory(void* pointer) { cudaFree(pointer); }
 
 template <typename T>
 KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center, bool store,
@@ -267,6 +419,14 @@ template void kernel_matrix<float>(const float*, std::size_t, const float*, std:
                                    const KernelSpec&, float*, int);
 template void kernel_matrix<double>(const double*, std::size_t, const double*, std::size_t, std::size_t,
                                     const KernelSpec&, double*, int);
+template float* kernel_matrix_on_device<float>(const float*, std::size_t, const float*, std::size_t, std::size_t,
+                                               const KernelSpec&, int);
+template double* kernel_matrix_on_device<double>(const double*, std::size_t, const double*, std::size_t,
+                                                 std::size_t, const KernelSpec&, int);
+template float* kernel_product_on_device<float>(const float*, std::size_t, const float*, std::size_t, std::size_t,
+                                                const KernelSpec&, const float*, std::size_t, int);
+template double* kernel_product_on_device<double>(const double*, std::size_t, const double*, std::size_t,
+                                                  std::size_t, const KernelSpec&, const double*, std::size_t, int);
 template void kernel_product<float>(const float*, std::size_t, const float*, std::size_t, std::size_t,
                                     const KernelSpec&, const float*, std::size_t, float*, int);
 template void kernel_product<double>(const double*, std::size_t, const double*, std::size_t, std::size_t,

@@ -36,13 +36,13 @@ RuntimeStatus runtime_status();
 // Throws device_error when device `device` cannot be used, device_memory_error when K(X, Y) (n_y = 0: K(X, X))
 // with its inputs does not fit the device's free memory. Allocates nothing.
 void check_kernel_matrix_fits(std::size_t n_x, std::size_t n_y, std::size_t n_features, std::size_t value_bytes,
-                              int device);
+                              const KernelSpec& spec, int device);
 
 // K(X, Y) on device `device` (Y == nullptr: Y = X), X (n_x x d) and Y (n_y x d) row-major on the host, into the
-// row-major host buffer out (n_x x n_y). Sums run in double for both dtypes; the diagonal of K(X, X) takes the
-// exact k(x, x) where the kernel has one, as the CPU core does. Throws device_error when the device cannot be
-// used or lacks the memory (checked before allocating), and std::invalid_argument (the CPU core's messages) for
-// non-finite kernel values.
+// row-major host buffer out (n_x x n_y). Inner products (cuBLAS) and sums run in double for both dtypes; the
+// diagonal of K(X, X) takes the exact k(x, x) where the kernel has one, as the CPU core does. cuBLAS must be
+// loaded (load_cublas). Throws device_error when the device cannot be used or lacks the memory (checked before
+// allocating), and std::invalid_argument (the CPU core's messages) for non-finite kernel values.
 template <typename T>
 void kernel_matrix(const T* X, std::size_t n_x, const T* Y, std::size_t n_y, std::size_t n_features,
                    const KernelSpec& spec, T* out, int device);
@@ -63,9 +63,22 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
                                       int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
                                       int n_threads, int device, const std::function<void(int)>& on_product = {});
 
-// Device bytes kernel_top_eigsh (b = block columns + 1) or kernel_product (b = columns of B) holds: X, Z, B, Y
-// and K whole (`store`) or one band of rows.
+// kernel_matrix and kernel_product for inputs already in device `device`'s memory (X, Y / Z, B: device pointers,
+// row-major, C-contiguous; from DLPack tensors of CuPy or PyTorch): the result stays there, in memory the caller
+// owns and frees with free_device_memory. NaN or infinity in an input raises std::invalid_argument naming it.
+// Returns after the result is complete (the device synchronised), so any stream may read it.
+template <typename T>
+T* kernel_matrix_on_device(const T* X, std::size_t n_x, const T* Y, std::size_t n_y, std::size_t n_features,
+                           const KernelSpec& spec, int device);
+template <typename T>
+T* kernel_product_on_device(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t n_features,
+                            const KernelSpec& spec, const T* B, std::size_t b, int device);
+void free_device_memory(void* pointer);
+
+// Device bytes kernel_top_eigsh (b = block columns + 1) or kernel_product (b = columns of B) holds: X and Z in
+// double with their norms, B, Y, K whole (`store`) or one band of rows, and (`gram`: every kernel but laplacian)
+// a band of inner products in double.
 std::size_t kernel_operator_bytes(std::size_t n_x, std::size_t n_z, std::size_t n_features, std::size_t b,
-                                  std::size_t value_bytes, bool symmetric, bool store);
+                                  std::size_t value_bytes, bool symmetric, bool store, bool gram);
 
 }  // namespace rkm::cuda

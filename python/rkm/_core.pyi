@@ -38,6 +38,23 @@ def cuda_kernel_matrix(
     device: int = ...,
 ) -> _Array: ...
 def cuda_load_cublas(directories: list[str]) -> str: ...
+def cuda_kernel_matrix_dlpack(
+    X: Any,
+    Y: Any | None = ...,
+    kernel: str = ...,
+    gamma: float | None = ...,
+    degree: float = ...,
+    coef0: float = ...,
+) -> Any: ...
+def cuda_kernel_product_dlpack(
+    X: Any,
+    Y: Any | None,
+    B: Any,
+    kernel: str = ...,
+    gamma: float | None = ...,
+    degree: float = ...,
+    coef0: float = ...,
+) -> Any: ...
 def cuda_kernel_product(
     X: _Array,
     Y: _Array | None,

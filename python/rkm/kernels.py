@@ -46,6 +46,7 @@ from sklearn.utils import check_array
 
 from rkm import _core
 from rkm._kernel_table import ALIASES, KERNEL_NAMES, KERNELS, KernelInfo, names_with  # noqa: F401 (re-exported)
+from rkm._utils import device as _device
 from rkm._utils.device import check_device, require_cuda
 from rkm._utils.threads import blas_threads, check_n_threads
 from rkm._utils.validation import FLOAT_DTYPES, check_fits_in_memory, check_matrix, check_positive
@@ -290,7 +291,10 @@ def kernel_matrix(
         it saves the mirrored writes.
     device : {"cpu", "cuda", "cuda:N"}, default="cpu"
         Where K is computed. "cuda" runs on an NVIDIA GPU (rkm built with ``-Ccmake.define.RKM_CUDA=ON``):
-        NumPy in, NumPy out, named kernels and dense arrays only; n_threads and lower_only do not apply.
+        named kernels and dense arrays only; n_threads and lower_only do not apply. NumPy in, NumPy out; or
+        CuPy arrays / PyTorch CUDA tensors in (float32 or float64, C-contiguous, all on one device, which
+        ``device`` must name), read in place through DLPack, and K out as the same library's array on that
+        device, never copied to the host.
 
     Returns
     -------
@@ -304,6 +308,8 @@ def kernel_matrix(
         overflow the dtype, or a poly kernel with a non-integer degree where some gamma x^T y + coef0 < 0.
     """
     cuda_device = check_device(device)
+    if _device.cuda_tensor_device(X) is not None:
+        return _tensor_kernel_matrix(X, Y, kernel, gamma, degree, coef0, device)
     if isinstance(kernel, Kernel):
         if cuda_device is not None:
             return kernel_matrix(X, Y, kernel.name, device=device, **kernel.params())
@@ -317,10 +323,32 @@ def kernel_matrix(
     n_y = X.shape[0] if Y is None else Y.shape[0]
     check_fits_in_memory((X.shape[0], n_y), X.dtype, "X")
     if cuda_device is not None:
+        require_cuda(cuda_device, cublas=True)
         return _core.cuda_kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), cuda_device)
     # The core runs one single-threaded GEMM per band on each of its own threads.
     with blas_threads(1):
         return _core.kernel_matrix(X, Y, name, gamma, float(degree), float(coef0), n_threads, lower_only)
+
+
+def _tensor_spec(kernel, gamma, degree, coef0, n_features):
+    """(name, gamma, degree, coef0) of a named kernel (or Kernel) for CUDA tensors, checked as for NumPy input."""
+    if isinstance(kernel, Kernel):
+        params = {"gamma": None, "degree": 3, "coef0": 1.0, **kernel.params()}
+        return _tensor_spec(kernel.name, params["gamma"], params["degree"], params["coef0"], n_features)
+    if is_callable_kernel(kernel):
+        raise ValueError("device: 'cuda' takes a named kernel and dense arrays (not a callable or sparse input)")
+    name, gamma, degree, coef0 = kernel_spec(kernel, gamma, degree, coef0, n_features)
+    return name, 1.0 if gamma is None else gamma, float(degree), float(coef0)
+
+
+def _tensor_kernel_matrix(X, Y, kernel, gamma, degree, coef0, device):
+    """kernel_matrix for CuPy arrays or PyTorch CUDA tensors: computed on their device, returned there."""
+    index = _device.check_cuda_tensors(device, {"X": X, "Y": Y})
+    spec = _tensor_spec(kernel, gamma, degree, coef0, X.shape[1])
+    capsule = _core.cuda_kernel_matrix_dlpack(
+        _device.dlpack_capsule(X), None if Y is None else _device.dlpack_capsule(Y), *spec
+    )
+    return _device.tensor_like(capsule, index, X)
 
 
 def _general_kernel_matrix(X, Y, kernel, gamma, degree, coef0, n_threads):
@@ -373,13 +401,19 @@ def kernel_product(X, Y=None, B=None, kernel="rbf", gamma=None, degree=3, coef0=
         kernel matrix then multiplies B), not tile by tile in the core.
     device : {"cpu", "cuda", "cuda:N"}, default="cpu"
         "cuda": K is evaluated on an NVIDIA GPU a band of rows at a time and multiplied there (cuBLAS, in the
-        inputs' precision); NumPy in, NumPy out, named kernels and dense arrays only; n_threads does not apply.
+        inputs' precision); named kernels and dense arrays only; n_threads does not apply. NumPy in, NumPy
+        out, or CuPy / PyTorch CUDA tensors in and out without a host copy, as in :func:`kernel_matrix`.
 
     Returns
     -------
     ndarray of shape (n_samples_X, n_columns), float32 when all inputs are float32.
     """
     cuda_device = check_device(device)
+    if _device.cuda_tensor_device(X) is not None:
+        index = _device.check_cuda_tensors(device, {"X": X, "Y": Y, "B": B})
+        spec = _tensor_spec(kernel, gamma, degree, coef0, X.shape[1])
+        capsules = [None if A is None else _device.dlpack_capsule(A) for A in (X, Y, B)]
+        return _device.tensor_like(_core.cuda_kernel_product_dlpack(*capsules, *spec), index, X)
     if isinstance(kernel, Kernel):
         return kernel_product(X, Y, B, kernel.name, n_threads=n_threads, device=device, **kernel.params())
     if is_callable_kernel(kernel) or sp.issparse(X) or sp.issparse(Y):

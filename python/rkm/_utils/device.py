@@ -74,3 +74,73 @@ def cuda_for_input(device, kernel_name, *, feature_map=False, sparse=False, in_m
         raise ValueError("device: 'cuda' takes dense in-memory X (not sparse or Dask arrays)")
     require_cuda(index, cublas=True)
     return index
+
+
+# ---------------------------------------------------------------- DLPack: CuPy arrays and PyTorch CUDA tensors
+
+_DLPACK_CUDA = 2  # kDLCUDA
+_DLPACK_LIBRARIES = ("torch", "cupy")
+
+
+def cuda_tensor_device(A):
+    """The CUDA device of A when A is an array of a DLPack library in CUDA memory (a CuPy array, a PyTorch CUDA
+    tensor), else None (NumPy arrays, CPU tensors, lists)."""
+    dlpack_device = getattr(A, "__dlpack_device__", None)
+    if dlpack_device is None or type(A).__module__.split(".")[0] == "numpy":
+        return None
+    device_type, device_id = dlpack_device()
+    return int(device_id) if int(device_type) == _DLPACK_CUDA else None
+
+
+def check_cuda_tensors(device, arrays):
+    """The device index of a computation on CUDA tensors: `arrays` maps argument names to inputs (None: absent),
+    the first a CUDA tensor; ValueError naming the argument when another one is not on the same device, or
+    naming ``device`` when it does not ask for that device."""
+    name, first = next(iter(arrays.items()))
+    index = cuda_tensor_device(first)
+    for other, A in arrays.items():
+        if A is not None and cuda_tensor_device(A) != index:
+            raise ValueError(f"{other}: must be a CUDA tensor on {name}'s device (cuda:{index}), like {name}")
+    if check_device(device) not in (index, None) or device == "cpu":
+        raise ValueError(f"device: {name} is in CUDA memory (cuda:{index}); pass device='cuda:{index}'")
+    library = type(first).__module__.split(".")[0]
+    if library not in _DLPACK_LIBRARIES:
+        raise ValueError(f"{name}: CUDA arrays of CuPy or PyTorch are accepted, got a {type(first).__name__}")
+    require_cuda(index, cublas=True)
+    return index
+
+
+def dlpack_capsule(A):
+    """A's DLPack capsule, ordered after the work queued on A's stream: stream 1 is CUDA's legacy default stream,
+    on which rkm runs."""
+    return A.__dlpack__(stream=1)
+
+
+class _ExportedTensor:
+    """A result rkm computed on a GPU, as the DLPack producer ``from_dlpack`` takes (once)."""
+
+    def __init__(self, capsule, device):
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, stream=None, **kwargs):
+        # The result is complete when the core returns (it synchronises the device), so any stream may read it.
+        capsule, self._capsule = self._capsule, None
+        if capsule is None:
+            raise BufferError("this result was exported already")
+        return capsule
+
+    def __dlpack_device__(self):
+        return (_DLPACK_CUDA, self._device)
+
+
+def tensor_like(capsule, device, template):
+    """The capsule of a result on CUDA device `device` as an array of `template`'s library (CuPy or PyTorch),
+    without a copy."""
+    exported = _ExportedTensor(capsule, device)
+    if type(template).__module__.split(".")[0] == "torch":
+        import torch
+
+        return torch.from_dlpack(exported)
+    import cupy
+
+    return cupy.from_dlpack(exported)

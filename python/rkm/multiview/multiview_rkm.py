@@ -496,7 +496,7 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         n_views = len(arrays)
         cuda = check_device(self.device)
         if cuda is not None:
-            require_cuda(cuda)
+            require_cuda(cuda, cublas=True)
         if isinstance(self.kernel, (list, tuple)) and len(self.kernel) == 0:
             raise ValueError(
                 f"kernel: must be one value or a non-empty list or tuple (one entry per view), got {self.kernel!r}"
