@@ -39,6 +39,7 @@ def cuda_config():
         "cuda_runtime": _version(cuda["runtime_version"]),
         "cuda_driver": _version(cuda["driver_version"]) if cuda["driver_version"] else "none",
         "cuda_devices": devices or [cuda["reason"]],
+        "cuda_cublas": cuda["cublas"] or "not loaded yet (loaded at the first GPU routine)",
     }
 
 
