@@ -290,6 +290,29 @@ def test_multiview_models_on_the_gpu_equal_the_cpu_ones():
 
 
 @requires_gpu
+def test_strided_views_reach_the_gpu_as_their_values():
+    X = _blobs(80, 6, seed=14)
+    B = _blobs(40, 2, seed=15)
+    expected = kernel_matrix(np.ascontiguousarray(X[::2]), None, "rbf", gamma=0.3)
+    np.testing.assert_allclose(_core.cuda_kernel_matrix(X[::2], None, "rbf", 0.3, 3.0, 1.0, 0), expected, atol=1e-12)
+    got = _core.cuda_kernel_product(X[::2], None, B, "rbf", 0.3, 3.0, 1.0, 0)
+    np.testing.assert_allclose(got, expected @ B, atol=1e-11)
+
+
+@requires_gpu
+@pytest.mark.parametrize("n_samples, n_components, storage", [(3000, 30, "dense"), (60, 2, "matrix_free")])
+def test_products_wider_than_the_solver_block_go_through(n_samples, n_components, storage):
+    # The solver's final products have n_components columns (30 > 8 + 1), a small problem's the whole identity.
+    from rkm import KernelPCA
+
+    X = _blobs(n_samples, 5, seed=16)
+    params = {"kernel_storage": storage, "solver": "krylov" if storage == "dense" else "auto", "gamma": 0.2}
+    cpu = KernelPCA(n_components, **params, random_state=0).fit(X)
+    gpu = KernelPCA(n_components, **params, random_state=0, device="cuda").fit(X)
+    np.testing.assert_allclose(gpu.eigenvalues_, cpu.eigenvalues_, rtol=1e-8)
+
+
+@requires_gpu
 def test_a_stored_kernel_beyond_the_gpu_memory_raises_before_allocating():
     from rkm import KernelPCA
 
@@ -337,12 +360,18 @@ def test_a_capsule_of_host_memory_is_refused_by_the_core():
         kernel_matrix(X, device="cuda")
 
 
-def test_the_core_reads_and_consumes_dlpack_capsules():
+def test_the_core_reads_dlpack_capsules_and_leaves_refused_ones_to_their_producer():
+    import ctypes
+
     capsule = _blobs().__dlpack__()  # a host capsule: refused, by every build, after it was read
-    with pytest.raises(ValueError, match="X: a DLPack tensor in CUDA memory is needed, got device type 1"):
-        _core.cuda_kernel_matrix_dlpack(capsule)
-    with pytest.raises(ValueError, match="not an unused DLPack capsule"):  # the protocol's "used_dltensor"
-        _core.cuda_kernel_matrix_dlpack(capsule)
+    for _ in range(2):  # not consumed ("used_dltensor") by the refusal: NumPy still owns and frees it
+        with pytest.raises(ValueError, match="X: a DLPack tensor in CUDA memory is needed, got device type 1"):
+            _core.cuda_kernel_matrix_dlpack(capsule)
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    used = new_capsule(ctypes.addressof(ctypes.c_int(0)), b"used_dltensor", None)
+    with pytest.raises(ValueError, match="X: not an unused DLPack capsule"):
+        _core.cuda_kernel_matrix_dlpack(used)
 
 
 def _gpu_library(name):

@@ -19,6 +19,33 @@ namespace {
   "pip install . -Ccmake.define.RKM_CUDA=ON on a machine with the CUDA toolkit, or use device='cpu'"
 [[maybe_unused]] constexpr const char* kNotBuilt = "device='cuda': " RKM_NOT_BUILT;
 
+// The rows of a NumPy view one after another, as the device copies read them: the view's own buffer when it is
+// C-contiguous (the usual case), else a copy (noconvert still accepts strided views such as X[::2]).
+template <typename T>
+class Contiguous {
+ public:
+  explicit Contiguous(const ConstMatrixRef<T>& A) { take(A); }
+  explicit Contiguous(const std::optional<ConstMatrixRef<T>>& A) {
+    if (A) take(*A);
+  }
+  Contiguous(const Contiguous&) = delete;
+  Contiguous& operator=(const Contiguous&) = delete;
+  const T* data() const { return data_; }  // null for an absent optional
+
+ private:
+  void take(const ConstMatrixRef<T>& A) {
+    if (A.outerStride() == A.cols() || A.rows() <= 1) {
+      data_ = A.data();
+    } else {
+      copy_ = A;
+      data_ = copy_.data();
+    }
+  }
+
+  RowMatrix<T> copy_;
+  const T* data_ = nullptr;
+};
+
 py::dict cuda_info() {
   py::dict info;
 #ifdef RKM_HAVE_CUDA
@@ -58,12 +85,13 @@ py::array_t<T> cuda_kernel_matrix(ConstMatrixRef<T> X, std::optional<ConstMatrix
   const Eigen::Index n_y = Y ? Y->rows() : X.rows();
   // Before the host allocation: a K too large for the GPU is refused without touching host memory.
   cuda::check_kernel_matrix_fits(X.rows(), Y ? Y->rows() : 0, X.cols(), sizeof(T), spec, device);
+  const Contiguous<T> X_rows(X), Y_rows(Y);
   py::array_t<T> out({X.rows(), n_y});
+  T* K = out.mutable_data();
   {
     // Safe without the GIL: the NumPy buffers stay referenced until we return.
     py::gil_scoped_release release;
-    cuda::kernel_matrix<T>(X.data(), X.rows(), Y ? Y->data() : nullptr, n_y, X.cols(), spec, out.mutable_data(),
-                           device);
+    cuda::kernel_matrix<T>(X_rows.data(), X.rows(), Y_rows.data(), n_y, X.cols(), spec, K, device);
   }
   return out;
 #else
@@ -92,12 +120,12 @@ RowMatrix<T> cuda_kernel_product(ConstMatrixRef<T> X, std::optional<ConstMatrixR
   require(!Y || Y->allFinite(), "Y: contains NaN or infinity");
   require(B.allFinite(), "B: contains NaN or infinity");
 #ifdef RKM_HAVE_CUDA
-  const RowMatrix<T> B_rows = B;  // contiguous, as the device copy needs
+  const Contiguous<T> X_rows(X), Y_rows(Y), B_rows(B);
   RowMatrix<T> out(X.rows(), B.cols());
   {
     // Safe without the GIL: the NumPy buffers stay referenced until we return.
     py::gil_scoped_release release;
-    cuda::kernel_product<T>(X.data(), X.rows(), Y ? Y->data() : nullptr, Y ? Y->rows() : 0, X.cols(), spec,
+    cuda::kernel_product<T>(X_rows.data(), X.rows(), Y_rows.data(), Y ? Y->rows() : 0, X.cols(), spec,
                             B_rows.data(), B.cols(), out.data(), device);
   }
   return out;
@@ -178,13 +206,12 @@ constexpr std::uint8_t kFloat = 2;  // kDLFloat
 class BorrowedTensor {
  public:
   BorrowedTensor(const py::capsule& capsule, const char* name) {
-    managed_ = static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
-    if (!managed_) {
+    auto* managed = static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (!managed) {
       PyErr_Clear();
       throw std::invalid_argument(std::string(name) + ": not an unused DLPack capsule");
     }
-    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
-    const dlpack::Tensor& t = managed_->dl_tensor;
+    const dlpack::Tensor& t = managed->dl_tensor;
     require(t.device.device_type == dlpack::kCuda,
             std::string(name) + ": a DLPack tensor in CUDA memory is needed, got device type " +
                 std::to_string(t.device.device_type));
@@ -196,8 +223,12 @@ class BorrowedTensor {
     // Strides of a dimension of extent 1 do not matter (PyTorch reports them freely).
     const bool contiguous = !t.strides || ((rows <= 1 || t.strides[0] == cols) && (cols <= 1 || t.strides[1] == 1));
     require(contiguous, std::string(name) + ": must be C-contiguous (cupy.ascontiguousarray or Tensor.contiguous())");
+    require(cols > 0, std::string(name) + ": needs at least one column");
     device = t.device.device_id;
     bits = t.dtype.bits;
+    // Taken only once valid: a refused capsule stays its producer's, who frees it.
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    managed_ = managed;
   }
   BorrowedTensor(const BorrowedTensor&) = delete;
   BorrowedTensor& operator=(const BorrowedTensor&) = delete;
@@ -239,7 +270,13 @@ void delete_unconsumed(PyObject* capsule) {
 
 template <typename T>
 py::capsule export_tensor(T* data, std::int64_t rows, std::int64_t cols, int device) {
-  auto* exported = new ExportedTensor;
+  ExportedTensor* exported = nullptr;
+  try {
+    exported = new ExportedTensor;
+  } catch (...) {
+    cuda::free_device_memory(data);
+    throw;
+  }
   exported->shape[0] = rows;
   exported->shape[1] = cols;
   dlpack::Tensor& t = exported->managed.dl_tensor;

@@ -25,7 +25,6 @@ using MatrixRef = Eigen::Ref<RowMatrix<T>>;
 template <typename T>
 using ConstVectorRef = Eigen::Ref<const Vector<T>>;
 
-// Thrown when the interrupt checker reports a pending Ctrl-C; the bindings turn it into KeyboardInterrupt.
 // The CUDA path cannot run: rkm was built without it, no driver or device is present, or a CUDA call failed.
 // The module raises rkm.exceptions.DeviceError (a RuntimeError) with the message.
 struct device_error : std::runtime_error {
@@ -36,6 +35,7 @@ struct device_memory_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown when the interrupt checker reports a pending Ctrl-C; the bindings turn it into KeyboardInterrupt.
 struct interrupted_error : std::runtime_error {
   interrupted_error() : std::runtime_error("interrupted") {}
 };

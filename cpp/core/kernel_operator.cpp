@@ -109,7 +109,7 @@ KernelEigenResult<T> centred_top_eigsh(const KernelTimes& times, Index n, bool c
     DoubleMatrix B(n, have_means ? b : b + 1);
     B.leftCols(b) = Q.template cast<double>();
     if (!have_means) B.col(b).setConstant(1.0 / static_cast<double>(n));
-    DoubleMatrix KB(n, B.cols());
+    DoubleMatrix KB;
     times(B, KB);
     if (!have_means) {
       column_means = KB.col(b);

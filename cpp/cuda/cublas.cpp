@@ -44,7 +44,7 @@ bool bind(void* library, const char* name, F& function) {
   return function != nullptr;
 }
 
-// Opens cuBLAS of one major version: Lt first, since libcublas has no RUNPATH to find it by.
+// Opens cuBLAS of one major version: Lt first, so that libcublas finds this copy of it wherever it is.
 void* open_cublas(const std::string& prefix, const std::string& version) {
   if (!dlopen((prefix + "libcublasLt.so." + version).c_str(), RTLD_NOW | RTLD_GLOBAL)) return nullptr;
   return dlopen((prefix + "libcublas.so." + version).c_str(), RTLD_NOW | RTLD_GLOBAL);
@@ -92,8 +92,9 @@ std::string load_cublas(const std::vector<std::string>& directories) {
   for (const std::string& directory : directories) prefixes.push_back(directory + "/");
   prefixes.push_back("");  // the dynamic linker's own search, and copies already loaded
   std::string tried;
-  for (const char* version : {"13", "12"}) {
-    for (const std::string& prefix : prefixes) {
+  // Directory by directory (the user's first), the newer major version first in each.
+  for (const std::string& prefix : prefixes) {
+    for (const char* version : {"13", "12"}) {
       void* library = open_cublas(prefix, version);
       Api found;
       if (library && bind_api(library, found)) {

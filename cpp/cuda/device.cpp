@@ -27,6 +27,8 @@ RKM_KERNELS(RKM_KERNEL_CODE_MATCHES)
 #undef RKM_KERNEL_CODE_MATCHES
 
 void check(cudaError_t status, const char* what) {
+  if (status == cudaErrorMemoryAllocation)  // what the check before allocating could not foresee
+    throw device_memory_error(std::string("CUDA: ") + what + " failed: out of GPU memory");
   if (status != cudaSuccess)
     throw device_error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
 }
@@ -70,6 +72,8 @@ RuntimeStatus runtime_status() {
     return status;
   }
   if (count == 0) status.reason = "no CUDA device visible (check CUDA_VISIBLE_DEVICES)";
+  int current = 0;  // the thread's device, shared with CuPy and PyTorch through the driver: restored below
+  cudaGetDevice(&current);
   for (int index = 0; index < count; ++index) {
     cudaDeviceProp properties{};
     if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) continue;
@@ -83,6 +87,7 @@ RuntimeStatus runtime_status() {
     if (cudaSetDevice(index) == cudaSuccess) cudaMemGetInfo(&info.free_bytes, &info.total_bytes);
     status.devices.push_back(info);
   }
+  if (count > 0) cudaSetDevice(current);
   cudaGetLastError();
   return status;
 }
@@ -108,8 +113,12 @@ std::size_t band_rows(std::size_t n_x, std::size_t n_z, std::size_t value_bytes,
 // Every kernel but laplacian is a transform of inner products, which cuBLAS computes.
 bool from_gram(KernelType type) { return type != KernelType::laplacian; }
 
-// Throws unless device `device` exists and has `needed` bytes free; allocates nothing.
+// Device memory the checks keep free beyond what rkm allocates: cuBLAS's workspace and the modules it loads.
+constexpr std::size_t kDeviceMemoryMargin = std::size_t(256) << 20;
+
+// Throws unless device `device` exists and has `needed` bytes (and the margin) free; allocates nothing.
 void require_device_memory(std::size_t needed, const std::string& what, int device) {
+  needed += kDeviceMemoryMargin;
   const RuntimeStatus status = runtime_status();
   if (status.devices.empty()) throw device_error("device='cuda': " + status.reason);
   if (device < 0 || device >= static_cast<int>(status.devices.size()))
@@ -174,8 +183,9 @@ class DeviceKernel {
                bool store, std::size_t max_columns, int device, bool on_device = false)
       : spec_(spec), n_x_(n_x), n_z_(Z ? n_z : n_x), d_(d), symmetric_(Z == nullptr), store_(store),
         band_(band_rows(n_x, n_z_, sizeof(T), store)), gram_rows_(rows_within(kGramBytes, band_, n_z_, 8)),
-        device_(device) {
+        max_columns_(max_columns), device_(device) {
     require_int_sizes(n_x_, n_z_, d_);
+    require(d_ > 0, "X: needs at least one feature");
     require_device_memory(
         kernel_operator_bytes(n_x_, n_z_, d_, max_columns, sizeof(T), symmetric_, store_, from_gram(spec.type)),
         store_ ? "the kernel matrix" : "the kernel operator's bands", device_);
@@ -210,8 +220,9 @@ class DeviceKernel {
     report_flags();
   }
 
-  // Y (n_x x c, host, row-major) = K B for B (n_z x c, host, row-major).
+  // Y (n_x x c, host, row-major) = K B for B (n_z x c, host, row-major), c <= max_columns().
   void times(const T* B, std::size_t c, T* Y) {
+    if (c > max_columns_) throw std::logic_error("DeviceKernel::times: more columns than its buffers hold");
     check(cudaSetDevice(device_), "cudaSetDevice");
     b_->upload(B, n_z_ * c, "copying B");
     times_on_device(b_->get(), c, y_->get());
@@ -321,7 +332,7 @@ class DeviceKernel {
   KernelSpec spec_;
   std::size_t n_x_, n_z_, d_;
   bool symmetric_, store_;
-  std::size_t band_, gram_rows_;
+  std::size_t band_, gram_rows_, max_columns_;
   int device_;
   DeviceInputs x_, z_;
   std::unique_ptr<DeviceArray<double>> gram_;
@@ -387,7 +398,7 @@ T* kernel_product_on_device(const T* X, std::size_t n_x, const T* Z, std::size_t
       kernel.times_device(B, b, out.get());
     }
   }
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");  // the legacy default stream rkm runs on
   return static_cast<T*>(out.release());
 }
 
@@ -405,11 +416,17 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
   DeviceKernel<T> kernel(rows.data(), n, nullptr, 0, static_cast<std::size_t>(X.cols()), spec, store, columns,
                          device);
   RowMatrix<T> B, KB;
+  // The solver may multiply wider blocks than its own (the final products of n_components columns, or the whole
+  // identity of a small problem): those go through in chunks of the buffers' width.
   const KernelTimes times = [&](const RowMatrix<double>& B_double, RowMatrix<double>& KB_double) {
-    B = B_double.cast<T>();
-    KB.resize(B.rows(), B.cols());
-    kernel.times(B.data(), static_cast<std::size_t>(B.cols()), KB.data());
-    KB_double = KB.template cast<double>();
+    KB_double.resize(B_double.rows(), B_double.cols());
+    for (Eigen::Index c0 = 0; c0 < B_double.cols(); c0 += Eigen::Index(columns)) {
+      const Eigen::Index width = std::min(Eigen::Index(columns), B_double.cols() - c0);
+      B = B_double.middleCols(c0, width).template cast<T>();
+      KB.resize(B.rows(), width);
+      kernel.times(B.data(), std::size_t(width), KB.data());
+      KB_double.middleCols(c0, width) = KB.template cast<double>();
+    }
   };
   return centred_top_eigsh<T>(times, X.rows(), center, n_components, start, tol, max_iter, guard.threads(),
                               on_product);

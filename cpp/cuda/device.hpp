@@ -41,8 +41,9 @@ void check_kernel_matrix_fits(std::size_t n_x, std::size_t n_y, std::size_t n_fe
 // K(X, Y) on device `device` (Y == nullptr: Y = X), X (n_x x d) and Y (n_y x d) row-major on the host, into the
 // row-major host buffer out (n_x x n_y). Inner products (cuBLAS) and sums run in double for both dtypes; the
 // diagonal of K(X, X) takes the exact k(x, x) where the kernel has one, as the CPU core does. cuBLAS must be
-// loaded (load_cublas). Throws device_error when the device cannot be used or lacks the memory (checked before
-// allocating), and std::invalid_argument (the CPU core's messages) for non-finite kernel values.
+// loaded (load_cublas). Throws device_error when the device cannot be used, device_memory_error when it lacks
+// the memory (checked before allocating), and std::invalid_argument (the CPU core's messages) for non-finite
+// kernel values.
 template <typename T>
 void kernel_matrix(const T* X, std::size_t n_x, const T* Y, std::size_t n_y, std::size_t n_features,
                    const KernelSpec& spec, T* out, int device);
