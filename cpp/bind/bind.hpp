@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "core/common.hpp"
+#include "core/kernel_operator.hpp"
 #include "core/kernels.hpp"
 
 #include <new>
@@ -57,6 +58,17 @@ double default_tol() {
   return sizeof(T) == sizeof(float) ? 1e-4 : 1e-10;
 }
 int default_max_iter(int n_components, Eigen::Index block_columns);
+
+// The on_product callback of a kernel eigensolver from a Python progress(k) (None: none), valid while `progress`
+// is. It runs between products on the thread that entered the core, so it takes the GIL back for the call.
+std::function<void(int)> product_progress(const py::object& progress);
+
+// (w, V, residuals, n_iter, converged, column_means, grand_mean), what the kernel eigensolvers return to Python.
+template <typename T>
+py::tuple kernel_eigen_tuple(KernelEigenResult<T>&& r) {
+  return py::make_tuple(std::move(r.eigen.values), std::move(r.eigen.vectors), std::move(r.eigen.residuals),
+                        r.eigen.n_iter, r.eigen.converged, std::move(r.column_means), r.grand_mean);
+}
 
 void bind_kernels(py::module_& m);
 void bind_kernel_operator(py::module_& m);

@@ -143,14 +143,7 @@ py::tuple cuda_kernel_top_eigsh(ConstMatrixRef<T> X, const std::string& kernel, 
   const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
 #ifdef RKM_HAVE_CUDA
   const int threads = thread_count(n_threads);
-  std::function<void(int)> on_product;
-  if (!progress.is_none()) {
-    // Runs between products on the thread that entered the core, so it takes the GIL back for the call.
-    on_product = [&progress](int products) {
-      py::gil_scoped_acquire gil;
-      progress(products);
-    };
-  }
+  const std::function<void(int)> on_product = product_progress(progress);
   KernelEigenResult<T> r;
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
@@ -159,8 +152,7 @@ py::tuple cuda_kernel_top_eigsh(ConstMatrixRef<T> X, const std::string& kernel, 
                                   max_iter.value_or(default_max_iter(n_components, start.cols())), threads, device,
                                   on_product);
   }
-  return py::make_tuple(std::move(r.eigen.values), std::move(r.eigen.vectors), std::move(r.eigen.residuals),
-                        r.eigen.n_iter, r.eigen.converged, std::move(r.column_means), r.grand_mean);
+  return kernel_eigen_tuple<T>(std::move(r));
 #else
   (void)X, (void)spec, (void)center, (void)store, (void)n_components, (void)start, (void)tol, (void)max_iter;
   (void)n_threads, (void)progress, (void)device;

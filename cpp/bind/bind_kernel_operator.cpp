@@ -26,14 +26,7 @@ py::tuple kernel_top_eigsh_py(ConstMatrixRef<T> X, const std::string& kernel, st
                               py::object progress) {
   const KernelSpec spec = make_spec(kernel, gamma, X.cols(), degree, coef0);
   const int threads = thread_count(n_threads);
-  std::function<void(int)> on_product;
-  if (!progress.is_none()) {
-    // Runs between products on the thread that entered the core, so it takes the GIL back for the call.
-    on_product = [&progress](int products) {
-      py::gil_scoped_acquire gil;
-      progress(products);
-    };
-  }
+  const std::function<void(int)> on_product = product_progress(progress);
   KernelEigenResult<T> r;
   {
     // Safe without the GIL: only views of NumPy buffers the caller keeps alive.
@@ -41,8 +34,7 @@ py::tuple kernel_top_eigsh_py(ConstMatrixRef<T> X, const std::string& kernel, st
     r = kernel_top_eigsh<T>(X, spec, center, n_components, start, tol.value_or(default_tol<T>()),
                             max_iter.value_or(default_max_iter(n_components, start.cols())), threads, on_product);
   }
-  return py::make_tuple(std::move(r.eigen.values), std::move(r.eigen.vectors), std::move(r.eigen.residuals),
-                        r.eigen.n_iter, r.eigen.converged, std::move(r.column_means), r.grand_mean);
+  return kernel_eigen_tuple<T>(std::move(r));
 }
 
 template <typename T>
@@ -61,6 +53,15 @@ void def_kernel_operator(py::module_& m) {
 }
 
 }  // namespace
+
+std::function<void(int)> product_progress(const py::object& progress) {
+  if (progress.is_none()) return {};
+  // By reference: the caller's argument outlives the solve, and copies of a py::object need the GIL.
+  return [&progress](int products) {
+    py::gil_scoped_acquire gil;
+    progress(products);
+  };
+}
 
 void bind_kernel_operator(py::module_& m) {
   m.def("kernel_product_workspace_bytes", &kernel_product_workspace_bytes, py::arg("n_rows"), py::arg("n_columns"),

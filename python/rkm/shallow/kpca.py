@@ -520,61 +520,39 @@ callable, default="rbf"
             "X",
             f"the host side of a CUDA kernel PCA fit of {n_samples} samples ({X.dtype.name})",
         )
-        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-        max_iter = self.max_iter or _core.default_max_iter(n_components, start.shape[1])
-        w, V, residuals, n_iter, converged, column_means, grand_mean = _core.cuda_kernel_top_eigsh(
-            X,
-            name,
-            gamma,
-            float(degree),
-            float(coef0),
-            self.center,
-            store,
-            n_components,
-            start,
-            self.tol,
-            max_iter,
-            self.n_threads,
-            (lambda k: self._progress(f"block product {k} done")) if self.verbose else None,
-            self._cuda_device(),
-        )
-        if not converged:
-            eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
-        if self.center:
-            self.column_means_, self.grand_mean_ = column_means, grand_mean
-        return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
+        return self._kernel_operator_eigenpairs(X, n_components, start, store)
 
     def _fit_matrix_free(self, X, n_components):
         """Eigenpairs of the kernel matrix recomputed in tiles at every block product, and max |K|."""
         n_samples = X.shape[0]
+        block = eigen.matrix_free_block_size(n_components, n_samples)
         if self._cuda_device() is not None:
-            block = eigen.matrix_free_block_size(n_components, n_samples)
             return self._fit_cuda(X, n_components, self._matrix_free_start(X, block), store=False)
         check_memory(
             eigen.matrix_free_memory_bytes(n_samples, X.shape[1], n_components, X.dtype, self.n_threads),
             "X",
             f"a matrix-free kernel PCA fit of {n_samples} samples ({X.dtype.name})",
         )
-        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
-        block = eigen.matrix_free_block_size(n_components, n_samples)
-        max_iter = self.max_iter or _core.default_max_iter(n_components, block)
         start = self._matrix_free_start(X, block)
         self._progress(f"start block of {block} columns ready; each block product recomputes the kernel")
-        with blas_threads(1):  # single-threaded GEMMs on each of the core's threads
-            w, V, residuals, n_iter, converged, column_means, grand_mean = _core.kernel_top_eigsh(
-                X,
-                name,
-                gamma,
-                float(degree),
-                float(coef0),
-                self.center,
-                n_components,
-                start,
-                self.tol,
-                max_iter,
-                self.n_threads,
-                (lambda k: self._progress(f"block product {k} done")) if self.verbose else None,
-            )
+        return self._kernel_operator_eigenpairs(X, n_components, start, store=False)
+
+    def _kernel_operator_eigenpairs(self, X, n_components, start, store):
+        """The core's kernel eigensolver from the start block: the block products on the CPU's tiles, or on the
+        GPU (K stored there when `store`, else in bands). Sets the centring statistics; returns the eigenpairs and
+        max |K|."""
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        max_iter = self.max_iter or _core.default_max_iter(n_components, start.shape[1])
+        kernel = (X, name, gamma, float(degree), float(coef0), self.center)
+        solve = (n_components, start, self.tol, max_iter, self.n_threads)
+        progress = (lambda k: self._progress(f"block product {k} done")) if self.verbose else None
+        cuda = self._cuda_device()
+        if cuda is not None:
+            result = _core.cuda_kernel_top_eigsh(*kernel, store, *solve, progress, cuda)
+        else:
+            with blas_threads(1):  # single-threaded GEMMs on each of the core's threads
+                result = _core.kernel_top_eigsh(*kernel, *solve, progress)
+        w, V, residuals, n_iter, converged, column_means, grand_mean = result
         if not converged:
             eigen.warn_not_converged(residuals, n_iter, max_iter, self.tol, X.dtype)
         if self.center:
