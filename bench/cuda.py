@@ -412,32 +412,6 @@ def context_measurements(gemm_rows, d):
     return out
 
 
-def krylov_host_cost(n, n_threads):
-    """The host's share of rkm's GPU eigen step, whose block products run on the GPU while the block-Krylov
-    iteration (orthogonalisation, Rayleigh-Ritz, restarts, the final refinement in double) runs on the CPU: the
-    core's solver (s = 10, blocks of 8, float64, tol 1e-10) on an almost free operator (diagonal, spectrum
-    1 / (1 + i), which takes about as many products as an RBF kernel), the fastest of 3 runs. At the full-size N
-    even with --quick: it takes seconds."""
-    from rkm import _core
-
-    diagonal = 1.0 / (1.0 + np.arange(n))
-    start = np.random.default_rng(0).standard_normal((n, 8))
-    seconds, n_iter = np.inf, 0
-    with _thread_limits(n_threads):
-        for _ in range(3):
-            began = time.perf_counter()
-            n_iter = _core.top_eigsh_operator(
-                lambda B: diagonal[:, None] * B, n, N_EIGEN, start, 1e-10, None, n_threads
-            )[3]
-            seconds = min(seconds, time.perf_counter() - began)
-    return {
-        "krylov_host_n": n,
-        "krylov_host_threads": n_threads,
-        "krylov_host_products": n_iter,
-        "krylov_host_seconds": seconds,
-    }
-
-
 # ---------------------------------------------------------------------------------------------- the benchmark
 
 
@@ -610,10 +584,6 @@ class Bench:
         self.save()
         n_mf, d_mf = MATRIX_FREE_CASES[0]
         self.context = context_measurements(n_mf // divisor, d_mf)
-        try:
-            self.context.update(krylov_host_cost(max(n for n, _ in DENSE_CASES), args.n_threads))
-        except Exception as error:  # noqa: BLE001 (context, not a row)
-            self.context["krylov_host_error"] = f"{type(error).__name__}: {error}"
         log(f"context: {self.context}")
         self.save()
         methods = [m for m in METHODS if m in args.only]
@@ -728,12 +698,6 @@ def render(record):
         gemm = [f"{context[f'gemm_{t}_tflops']:.1f} TFLOP/s {t}" for t in DTYPES if f"gemm_{t}_tflops" in context]
         if gemm:
             parts.append(f"cuBLAS GEMM {context['gemm_shape']}: {', '.join(gemm)} (torch.matmul, no TF32)")
-        if context.get("krylov_host_seconds") is not None:
-            parts.append(
-                f"the Krylov iteration's host work at N = {context['krylov_host_n']} ({context['krylov_host_threads']} "
-                f"threads, an almost free operator): {context['krylov_host_seconds']:.2f} s for "
-                f"{context['krylov_host_products']} block products, the floor of rkm's dense GPU eigen step"
-            )
         if context.get("error"):
             parts.append(f"not measured further: {context['error']}")
         lines += ["Context: " + "; ".join(parts) + ".", ""]

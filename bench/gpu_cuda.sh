@@ -22,8 +22,8 @@
 # Environment: PYTHON (default /opt/torch/.venv/bin/python3, else python3), CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES,
 # default 90: H100 and H200), N_THREADS (OpenMP threads and bench/cuda.py --n-threads, default 16), BUDGET_S,
 # PYTEST_OPTS (default --maxfail=25: a first run on a GPU should show every failing area), SANITIZER_K (pytest -k
-# of the memcheck run, default "float64 and rbf"), BENCH_ARGS (extra options of bench/cuda.py), WERROR=1 (build
-# with RKM_WERROR=ON).
+# of the memcheck run, default "float64 and (rbf or eigensolver)": the kernels and the GPU Krylov iteration),
+# BENCH_ARGS (extra options of bench/cuda.py), WERROR=1 (build with RKM_WERROR=ON).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 START=$(date +%s)
@@ -38,7 +38,7 @@ N_THREADS=${N_THREADS:-16}
 CUDA_ARCH=${CUDA_ARCH:-90}
 EIGEN_PREFIX=${EIGEN_PREFIX:-$PWD/.gpu/cmeel.prefix}
 PYTEST_OPTS=${PYTEST_OPTS:---maxfail=25}
-SANITIZER_K=${SANITIZER_K:-float64 and rbf}
+SANITIZER_K=${SANITIZER_K:-float64 and (rbf or eigensolver)}
 BENCH_ARGS=${BENCH_ARGS:-}
 
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}

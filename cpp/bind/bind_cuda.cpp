@@ -46,10 +46,10 @@ class Contiguous {
   const T* data_ = nullptr;
 };
 
-py::dict cuda_info() {
+py::dict cuda_info([[maybe_unused]] int memory_of) {
   py::dict info;
 #ifdef RKM_HAVE_CUDA
-  const cuda::RuntimeStatus status = cuda::runtime_status();
+  const cuda::RuntimeStatus status = cuda::runtime_status(memory_of);
   info["compiled"] = true;
   info["architectures"] = RKM_CUDA_ARCHITECTURES;
   info["runtime_version"] = status.runtime_version;
@@ -60,7 +60,7 @@ py::dict cuda_info() {
     entry["index"] = device.index;
     entry["name"] = device.name;
     entry["total_bytes"] = device.total_bytes;
-    entry["free_bytes"] = device.free_bytes;
+    entry["free_bytes"] = device.free_known ? py::object(py::int_(device.free_bytes)) : py::object(py::none());
     entry["compute_capability"] = py::make_tuple(device.compute_major, device.compute_minor);
     entry["multiprocessors"] = device.multiprocessors;
     devices.append(entry);
@@ -377,9 +377,10 @@ void def_cuda_operator(py::module_& m) {
 }  // namespace
 
 void bind_cuda(py::module_& m) {
-  m.def("cuda_info", &cuda_info,
+  m.def("cuda_info", &cuda_info, py::arg("device") = -1,
         "The CUDA path: whether it was compiled, the runtime and driver versions, the devices (name, memory, "
-        "compute capability) and why there are none.");
+        "compute capability) and why there are none. free_bytes is None except for device `device` (-1: none), "
+        "whose query creates its CUDA context.");
   const char* doc =
       "Kernel matrix K(X, Y) computed on CUDA device `device` (C-contiguous float32 or float64 inputs of one "
       "dtype); DeviceError when rkm has no CUDA path or no usable device, MemoryError when K does not fit.";

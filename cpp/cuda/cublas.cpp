@@ -117,19 +117,21 @@ std::string loaded_cublas() {
 }
 
 template <typename T>
-void gemm(int device, bool transpose_a, int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C,
-          int ldc) {
+void gemm(int device, bool transpose_a, bool transpose_b, int rows, int cols, int inner, T alpha, const T* A, int lda,
+          const T* B, int ldb, T beta, T* C, int ldc) {
   Handle handle = handle_for(device);
-  const int op_a = transpose_a ? kOpTranspose : kOpNone;
-  const T one = 1, zero = 0;
+  // cuBLAS is column-major, where a row-major matrix reads as its transpose: C^T = op(B)^T op(A)^T.
+  const int op_a = transpose_a ? kOpTranspose : kOpNone, op_b = transpose_b ? kOpTranspose : kOpNone;
   if constexpr (sizeof(T) == 4) {
-    check(api.sgemm(handle, op_a, kOpNone, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc), "cublasSgemm");
+    check(api.sgemm(handle, op_b, op_a, cols, rows, inner, &alpha, B, ldb, A, lda, &beta, C, ldc), "cublasSgemm");
   } else {
-    check(api.dgemm(handle, op_a, kOpNone, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc), "cublasDgemm");
+    check(api.dgemm(handle, op_b, op_a, cols, rows, inner, &alpha, B, ldb, A, lda, &beta, C, ldc), "cublasDgemm");
   }
 }
 
-template void gemm<float>(int, bool, int, int, int, const float*, int, const float*, int, float*, int);
-template void gemm<double>(int, bool, int, int, int, const double*, int, const double*, int, double*, int);
+template void gemm<float>(int, bool, bool, int, int, int, float, const float*, int, const float*, int, float, float*,
+                          int);
+template void gemm<double>(int, bool, bool, int, int, int, double, const double*, int, const double*, int, double,
+                           double*, int);
 
 }  // namespace rkm::cuda

@@ -17,12 +17,12 @@ std::string load_cublas(const std::vector<std::string>& directories);
 // The loaded cuBLAS ("libcublas.so.13 13.0.2 from DIR"), or empty before load_cublas succeeded.
 std::string loaded_cublas();
 
-// C = op(A) B in column-major storage (C: m x n, op(A): m x k, B: k x n; op(A) = A^T when transpose_a, A then
-// stored k x m), leading dimensions lda, ldb, ldc, on device `device`'s default stream, in T's precision without
-// tensor-core shortcuts (no TF32). Pointers are device pointers. Throws device_error when cuBLAS is not loaded or
-// the call fails.
+// C = alpha op(A) op(B) + beta C for row-major matrices (C: rows x cols, op(A): rows x inner, op(B): inner x
+// cols; op(A) = A^T when transpose_a, A then stored inner x rows), rows lda, ldb, ldc values apart, on device
+// `device`'s default stream, in T's precision without tensor-core shortcuts (no TF32). Pointers are device
+// pointers. Throws device_error when cuBLAS is not loaded or the call fails.
 template <typename T>
-void gemm(int device, bool transpose_a, int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C,
-          int ldc);
+void gemm(int device, bool transpose_a, bool transpose_b, int rows, int cols, int inner, T alpha, const T* A, int lda,
+          const T* B, int ldb, T beta, T* C, int ldc);
 
 }  // namespace rkm::cuda

@@ -2,8 +2,11 @@
 // in *.cu, the GEMMs in cuBLAS (cublas.cpp).
 #include "cuda/device.hpp"
 
+#include "core/krylov.hpp"
+#include "cuda/blocks.hpp"
 #include "cuda/cublas.hpp"
 #include "cuda/launch.hpp"
+#include "cuda/memory.hpp"
 
 #include <cuda_runtime.h>
 
@@ -26,31 +29,6 @@ namespace {
 RKM_KERNELS(RKM_KERNEL_CODE_MATCHES)
 #undef RKM_KERNEL_CODE_MATCHES
 
-void check(cudaError_t status, const char* what) {
-  if (status == cudaErrorMemoryAllocation)  // what the check before allocating could not foresee
-    throw device_memory_error(std::string("CUDA: ") + what + " failed: out of GPU memory");
-  if (status != cudaSuccess)
-    throw device_error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
-}
-
-// Device memory freed on every exit path.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) { check(cudaMalloc(&pointer_, bytes), "cudaMalloc"); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(pointer_); }
-  // Hands the memory to the caller, who frees it with free_device_memory.
-  void* release() { return std::exchange(pointer_, nullptr); }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(pointer_);
-  }
-
- private:
-  void* pointer_ = nullptr;
-};
-
 std::string gib(std::size_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.3g GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
@@ -59,7 +37,7 @@ std::string gib(std::size_t bytes) {
 
 }  // namespace
 
-RuntimeStatus runtime_status() {
+RuntimeStatus runtime_status(int memory_of) {
   RuntimeStatus status;
   cudaRuntimeGetVersion(&status.runtime_version);
   cudaDriverGetVersion(&status.driver_version);
@@ -72,8 +50,6 @@ RuntimeStatus runtime_status() {
     return status;
   }
   if (count == 0) status.reason = "no CUDA device visible (check CUDA_VISIBLE_DEVICES)";
-  int current = 0;  // the thread's device, shared with CuPy and PyTorch through the driver: restored below
-  cudaGetDevice(&current);
   for (int index = 0; index < count; ++index) {
     cudaDeviceProp properties{};
     if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) continue;
@@ -84,10 +60,15 @@ RuntimeStatus runtime_status() {
     info.compute_major = properties.major;
     info.compute_minor = properties.minor;
     info.multiprocessors = properties.multiProcessorCount;
-    if (cudaSetDevice(index) == cudaSuccess) cudaMemGetInfo(&info.free_bytes, &info.total_bytes);
+    if (index == memory_of) {
+      int current = 0;  // the thread's device, shared with CuPy and PyTorch through the driver: restored below
+      cudaGetDevice(&current);
+      if (cudaSetDevice(index) == cudaSuccess)
+        info.free_known = cudaMemGetInfo(&info.free_bytes, &info.total_bytes) == cudaSuccess;
+      cudaSetDevice(current);
+    }
     status.devices.push_back(info);
   }
-  if (count > 0) cudaSetDevice(current);
   cudaGetLastError();
   return status;
 }
@@ -119,7 +100,7 @@ constexpr std::size_t kDeviceMemoryMargin = std::size_t(256) << 20;
 // Throws unless device `device` exists and has `needed` bytes (and the margin) free; allocates nothing.
 void require_device_memory(std::size_t needed, const std::string& what, int device) {
   needed += kDeviceMemoryMargin;
-  const RuntimeStatus status = runtime_status();
+  const RuntimeStatus status = runtime_status(device);
   if (status.devices.empty()) throw device_error("device='cuda': " + status.reason);
   if (device < 0 || device >= static_cast<int>(status.devices.size()))
     throw device_error("device: no CUDA device " + std::to_string(device) + " (" +
@@ -160,34 +141,25 @@ KernelInputs kernel_inputs(const T* A, std::size_t rows, std::size_t d, const Ei
   return inputs;
 }
 
-// Device memory freed on every exit path, holding `count` values of T.
-template <typename T>
-class DeviceArray : public DeviceBuffer {
- public:
-  explicit DeviceArray(std::size_t count) : DeviceBuffer(count * sizeof(T) + 1) {}
-  T* get() const { return as<T>(); }
-  void upload(const T* from, std::size_t count, const char* what) const {
-    check(cudaMemcpy(get(), from, count * sizeof(T), cudaMemcpyHostToDevice), what);
-  }
-};
-
 // K(X, Z) on one device: X and Z uploaded once (in double, with their squared norms), K stored whole or evaluated
 // a band of rows at a time, from cuBLAS inner products (laplacian: directly); products K B by cuBLAS in T.
 // Z == nullptr means Z = X, with the exact diagonal.
 template <typename T>
 class DeviceKernel {
  public:
-  // X and Z in host memory, or (on_device) in device `device`'s memory, which then holds B and Y of the products
-  // too.
+  // X and Z in host memory, or (on_device) in device `device`'s memory. Products with host blocks (times) go
+  // through buffers of max_columns columns; with none, only times_device serves. The memory check counts
+  // `extra_bytes` that the caller will allocate besides.
   DeviceKernel(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t d, const KernelSpec& spec,
-               bool store, std::size_t max_columns, int device, bool on_device = false)
+               bool store, std::size_t max_columns, int device, bool on_device = false, std::size_t extra_bytes = 0)
       : spec_(spec), n_x_(n_x), n_z_(Z ? n_z : n_x), d_(d), symmetric_(Z == nullptr), store_(store),
         band_(band_rows(n_x, n_z_, sizeof(T), store)), gram_rows_(rows_within(kGramBytes, band_, n_z_, 8)),
         max_columns_(max_columns), device_(device) {
     require_int_sizes(n_x_, n_z_, d_);
     require(d_ > 0, "X: needs at least one feature");
     require_device_memory(
-        kernel_operator_bytes(n_x_, n_z_, d_, max_columns, sizeof(T), symmetric_, store_, from_gram(spec.type)),
+        kernel_operator_bytes(n_x_, n_z_, d_, max_columns, sizeof(T), symmetric_, store_, from_gram(spec.type)) +
+            extra_bytes,
         store_ ? "the kernel matrix" : "the kernel operator's bands", device_);
     check(cudaSetDevice(device_), "cudaSetDevice");
     flags_ = std::make_unique<DeviceArray<unsigned>>(1);
@@ -199,6 +171,8 @@ class DeviceKernel {
       const Eigen::RowVectorXd shift = kernel_shift<T>(X, n_x_, d_, spec.type);
       x_ = upload_inputs(kernel_inputs<T>(X, n_x_, d_, shift), "copying X");
       if (!symmetric_) z_ = upload_inputs(kernel_inputs<T>(Z, n_z_, d_, shift), "copying Y");
+    }
+    if (max_columns > 0 && !on_device) {
       b_ = std::make_unique<DeviceArray<T>>(n_z_ * max_columns);
       y_ = std::make_unique<DeviceArray<T>>(n_x_ * max_columns);
     }
@@ -225,7 +199,7 @@ class DeviceKernel {
     if (c > max_columns_) throw std::logic_error("DeviceKernel::times: more columns than its buffers hold");
     check(cudaSetDevice(device_), "cudaSetDevice");
     b_->upload(B, n_z_ * c, "copying B");
-    times_on_device(b_->get(), c, y_->get());
+    times_on_device(b_->get(), c, c, y_->get(), c);
     check(cudaMemcpy(Y, y_->get(), n_x_ * c * sizeof(T), cudaMemcpyDeviceToHost), "copying K B");
     report_flags();
   }
@@ -233,16 +207,15 @@ class DeviceKernel {
   // The same with B and Y in the device's memory; returns once Y is complete.
   void times_device(const T* B, std::size_t c, T* Y) {
     check(cudaSetDevice(device_), "cudaSetDevice");
-    check(launch_check_finite<T>(B, n_z_ * c, flags_->get()), "launching the finiteness check");
+    check(launch_check_finite<T>(B, int(n_z_), int(c), int(c), flags_->get()), "launching the finiteness check");
     if (read_flags() & kNonFiniteFlag) throw std::invalid_argument("B: contains NaN or infinity");
-    times_on_device(B, c, Y);
+    times_on_device(B, c, c, Y, c);
     report_flags();
   }
 
- private:
-  void times_on_device(const T* B, std::size_t c, T* Y) {
-    // Row-major B and Y are their transposes in cuBLAS's column-major view, and a row-major band K_I is K_I^T:
-    // Y_I^T (c x rows) = B^T (c x n_z) K_I^T (n_z x rows).
+  // Y = K B for B (n_z x c) and Y (n_x x c) in the device's memory, row-major with rows ldb and ldy values apart,
+  // queued on the default stream; report_flags() then checks the values K had.
+  void times_on_device(const T* B, std::size_t ldb, std::size_t c, T* Y, std::size_t ldy) {
     for (std::size_t r0 = 0; r0 < n_x_; r0 += band_) {
       const std::size_t rows = std::min(band_, n_x_ - r0);
       const T* band = k_->get() + (store_ ? r0 * n_z_ : 0);
@@ -250,9 +223,20 @@ class DeviceKernel {
         throw_if_interrupted();
         evaluate(r0, rows, k_->get());
       }
-      gemm<T>(device_, false, int(c), int(rows), int(n_z_), B, int(c), band, int(n_z_), Y + r0 * c, int(c));
+      gemm<T>(device_, false, false, int(rows), int(c), int(n_z_), T(1), band, int(n_z_), B, int(ldb), T(0),
+              Y + r0 * ldy, int(ldy));
     }
   }
+
+  void report_flags() const {
+    const unsigned found = read_flags();
+    ValueFlags value_flags;
+    value_flags.non_finite = (found & kNonFiniteFlag) != 0;
+    value_flags.negative_base = (found & kNegativeBaseFlag) != 0;
+    report_value_flags<T>(spec_, {value_flags});
+  }
+
+ private:
 
   struct DeviceInputs {
     std::unique_ptr<DeviceArray<double>> values, squared_norms;
@@ -282,10 +266,10 @@ class DeviceKernel {
               "launching the laplacian kernel");
         continue;
       }
-      // G (count x n_z, row-major) = X_I Z^T, which is Z X_I^T (n_z x count) in cuBLAS's column-major view.
+      // G (count x n_z) = X_I Z^T.
       const int ld = int(std::max<std::size_t>(1, d_));
-      gemm<double>(device_, true, int(n_z_), int(count), int(d_), z.values->get(), ld, x_values + first * d_, ld,
-                   gram_->get(), int(n_z_));
+      gemm<double>(device_, false, true, int(count), int(n_z_), int(d_), 1.0, x_values + first * d_, ld,
+                   z.values->get(), ld, 0.0, gram_->get(), int(n_z_));
       check(launch_kernel_from_gram<T>(gram_->get(), x_.squared_norms->get() + first, z.squared_norms->get(),
                                        int(count), int(n_z_), static_cast<KernelCode>(spec_.type), spec_.gamma,
                                        spec_.degree, spec_.coef0, diagonal, target, flags_->get()),
@@ -321,14 +305,6 @@ class DeviceKernel {
     return found;
   }
 
-  void report_flags() const {
-    const unsigned found = read_flags();
-    ValueFlags value_flags;
-    value_flags.non_finite = (found & kNonFiniteFlag) != 0;
-    value_flags.negative_base = (found & kNegativeBaseFlag) != 0;
-    report_value_flags<T>(spec_, {value_flags});
-  }
-
   KernelSpec spec_;
   std::size_t n_x_, n_z_, d_;
   bool symmetric_, store_;
@@ -350,6 +326,12 @@ std::size_t kernel_operator_bytes(std::size_t n_x, std::size_t n_z, std::size_t 
   const std::size_t gram_values = gram ? rows_within(kGramBytes, k_rows, n_z, 8) * n_z : 0;
   const std::size_t values = (n_x + n_z) * b + k_rows * n_z;
   return (inputs + n_features + gram_values) * 8 + values * value_bytes + sizeof(unsigned);
+}
+
+std::size_t krylov_device_bytes(std::size_t n, int n_components, std::size_t block_columns, std::size_t value_bytes) {
+  const std::size_t columns = std::size_t(krylov_workspace_columns(n_components, Eigen::Index(block_columns)));
+  const std::size_t first_product = 2 * n * (block_columns + 1) * value_bytes + n * sizeof(double);  // with c
+  return columns * n * value_bytes + first_product + kConversionBytes;
 }
 
 void check_kernel_matrix_fits(std::size_t n_x, std::size_t n_y, std::size_t n_features, std::size_t value_bytes,
@@ -404,6 +386,79 @@ T* kernel_product_on_device(const T* X, std::size_t n_x, const T* Z, std::size_t
 
 void free_device_memory(void* pointer) { cudaFree(pointer); }
 
+namespace {
+
+// The products of kernel_top_eigsh on the device: K Q, or the centred K_c Q by centred_top_eigsh's rule
+// (cpp/core/kernel_operator.cpp), K_c Q = K Q - 1 (c^T Q) - c (1^T Q) + g 1 (1^T Q) with c the column means of K and
+// g their mean. The first product carries an extra column 1/n, whose product gives c, as on the CPU.
+template <typename T>
+class CentredProducts {
+ public:
+  using Ops = CudaOps<T>;
+
+  CentredProducts(DeviceKernel<T>& kernel, const Ops& ops, Eigen::Index n, bool center,
+                  const std::function<void(int)>& on_product)
+      : kernel_(kernel), ops_(ops), n_(n), center_(center), on_product_(on_product) {}
+
+  void operator()(const typename Ops::ConstView& Q, typename Ops::View Y) {
+    const Eigen::Index b = Q.cols();
+    if (center_ && means_.rows() == 0) {
+      typename Ops::Matrix B = ops_.matrix(n_, b + 1), KB = ops_.matrix(n_, b + 1);
+      ops_.copy(Q, ops_.columns(B, 0, b));
+      check(launch_fill<T>(B.data() + b, int(n_), 1, int(b + 1), T(1.0 / double(n_))), "launching a fill");
+      multiply(B, KB);
+      ops_.copy(ops_.columns(KB, 0, b), Y);
+      means_ = ops_.in_double().matrix(n_, 1);
+      check(launch_convert<T, double>(KB.data() + b, int(b + 1), int(n_), 1, means_.data(), 1),
+            "launching a conversion");
+      grand_mean_ = ops_.in_double().download(means_).mean();
+    } else {
+      multiply(Q, Y);
+    }
+    if (center_) centre(Q, Y);
+    if (on_product_) on_product_(++products_);
+  }
+
+  // The column means of K (zeros without centring) and their mean.
+  Vector<T> column_means() const {
+    if (means_.rows() == 0) return Vector<T>::Zero(n_);
+    return ops_.in_double().download(means_).col(0).template cast<T>();
+  }
+  double grand_mean() const { return grand_mean_; }
+
+ private:
+  void multiply(const typename Ops::ConstView& B, typename Ops::View Y) {
+    kernel_.times_on_device(B.data, std::size_t(B.stride), std::size_t(B.cols()), Y.data, std::size_t(Y.stride));
+    kernel_.report_flags();
+  }
+
+  // Y <- Y - 1 (c^T Q - g 1^T Q) - c (1^T Q).
+  void centre(const typename Ops::ConstView& Q, typename Ops::View Y) {
+    const CudaOps<double> in_double = ops_.in_double();
+    const int b = int(Q.cols());
+    DeviceMatrix<double> sums = in_double.matrix(2, b);
+    check(launch_centring_sums<T>(Q.data, int(n_), b, int(Q.stride), means_.data(), sums.data()),
+          "launching the centring sums");
+    RowMatrix<double> terms = in_double.download(sums);  // rows: c^T Q, 1^T Q
+    terms.row(0) -= grand_mean_ * terms.row(1);
+    const DeviceMatrix<double> device_terms = in_double.upload(terms);
+    check(launch_centre_columns<T>(Y.data, int(n_), b, int(Y.stride), means_.data(), device_terms.data(),
+                                   device_terms.data() + b),
+          "launching the centring");
+  }
+
+  DeviceKernel<T>& kernel_;
+  const Ops& ops_;
+  Eigen::Index n_;
+  bool center_;
+  const std::function<void(int)>& on_product_;
+  DeviceMatrix<double> means_;
+  double grand_mean_ = 0.0;
+  int products_ = 0;
+};
+
+}  // namespace
+
 template <typename T>
 KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center, bool store,
                                       int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
@@ -412,24 +467,18 @@ KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSp
   require(start.rows() == X.rows(), "start: must have one row per sample of X");
   ThreadGuard guard(n_threads);
   const RowMatrix<T> rows = X;  // one contiguous copy, whatever the view's strides
-  const std::size_t n = static_cast<std::size_t>(X.rows()), columns = static_cast<std::size_t>(start.cols()) + 1;
-  DeviceKernel<T> kernel(rows.data(), n, nullptr, 0, static_cast<std::size_t>(X.cols()), spec, store, columns,
-                         device);
-  RowMatrix<T> B, KB;
-  // The solver may multiply wider blocks than its own (the final products of n_components columns, or the whole
-  // identity of a small problem): those go through in chunks of the buffers' width.
-  const KernelTimes times = [&](const RowMatrix<double>& B_double, RowMatrix<double>& KB_double) {
-    KB_double.resize(B_double.rows(), B_double.cols());
-    for (Eigen::Index c0 = 0; c0 < B_double.cols(); c0 += Eigen::Index(columns)) {
-      const Eigen::Index width = std::min(Eigen::Index(columns), B_double.cols() - c0);
-      B = B_double.middleCols(c0, width).template cast<T>();
-      KB.resize(B.rows(), width);
-      kernel.times(B.data(), std::size_t(width), KB.data());
-      KB_double.middleCols(c0, width) = KB.template cast<double>();
-    }
-  };
-  return centred_top_eigsh<T>(times, X.rows(), center, n_components, start, tol, max_iter, guard.threads(),
-                              on_product);
+  const std::size_t n = static_cast<std::size_t>(X.rows());
+  DeviceKernel<T> kernel(rows.data(), n, nullptr, 0, static_cast<std::size_t>(X.cols()), spec, store, 0, device,
+                         false, krylov_device_bytes(n, n_components, std::size_t(start.cols()), sizeof(T)));
+  const CudaOps<T> ops(std::make_shared<const BlockPool>(device), guard.threads());
+  CentredProducts<T> products(kernel, ops, X.rows(), center, on_product);
+  const krylov::Product<T, CudaOps> apply = [&products](const typename CudaOps<T>::ConstView& Q,
+                                                        typename CudaOps<T>::View Y) { products(Q, Y); };
+  KernelEigenResult<T> result;
+  result.eigen = krylov::top_eigsh<T, CudaOps>(ops, apply, X.rows(), n_components, start, tol, max_iter);
+  result.column_means = products.column_means();
+  result.grand_mean = products.grand_mean();
+  return result;
 }
 
 template void kernel_matrix<float>(const float*, std::size_t, const float*, std::size_t, std::size_t,

@@ -20,6 +20,7 @@ struct DeviceInfo {
   int compute_major = 0;
   int compute_minor = 0;
   int multiprocessors = 0;
+  bool free_known = false;  // free_bytes was queried (see runtime_status)
 };
 
 // What the CUDA runtime reports: versions (major * 1000 + minor * 10, 0 when unknown), the devices, and why
@@ -31,7 +32,9 @@ struct RuntimeStatus {
   std::string reason;
 };
 
-RuntimeStatus runtime_status();
+// `memory_of`: the device whose free memory is queried, which creates its CUDA context (the others' cost none:
+// a context holds hundreds of MiB of each GPU it is created on); -1: none.
+RuntimeStatus runtime_status(int memory_of = -1);
 
 // Throws device_error when device `device` cannot be used, device_memory_error when K(X, Y) (n_y = 0: K(X, X))
 // with its inputs does not fit the device's free memory. Allocates nothing.
@@ -55,10 +58,10 @@ template <typename T>
 void kernel_product(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t n_features,
                     const KernelSpec& spec, const T* B, std::size_t b, T* Y, int device);
 
-// The CPU core's kernel_top_eigsh with the block products on the GPU: K(X, X) stored on the device when `store`
-// (built once, one GEMM per product), else evaluated in bands at every product. The block-Krylov iteration and
-// the centring rule are the core's own (centred_top_eigsh); they work on n x b blocks on the host, which each
-// product copies to the device and back (2 n b values against the n^2 K streams).
+// The CPU core's kernel_top_eigsh on the GPU: K(X, X) stored on the device when `store` (built once, one GEMM per
+// product), else evaluated in bands at every product. The iteration is the core's own (core/krylov.hpp) with its
+// n x b blocks, orthogonalisation, Ritz vectors and residuals on the device (CudaOps, blocks.hpp); only the small
+// projected problems and the result's eigenvectors come to the host. Centring follows centred_top_eigsh's rule.
 template <typename T>
 KernelEigenResult<T> kernel_top_eigsh(const ConstMatrixRef<T>& X, const KernelSpec& spec, bool center, bool store,
                                       int n_components, const ConstMatrixRef<T>& start, double tol, int max_iter,
@@ -75,6 +78,9 @@ template <typename T>
 T* kernel_product_on_device(const T* X, std::size_t n_x, const T* Z, std::size_t n_z, std::size_t n_features,
                             const KernelSpec& spec, const T* B, std::size_t b, int device);
 void free_device_memory(void* pointer);
+
+// Device bytes the block-Krylov iteration of kernel_top_eigsh holds besides the kernel operator.
+std::size_t krylov_device_bytes(std::size_t n, int n_components, std::size_t block_columns, std::size_t value_bytes);
 
 // Device bytes kernel_top_eigsh (b = block columns + 1) or kernel_product (b = columns of B) holds: X and Z in
 // double with their norms, B, Y, K whole (`store`) or one band of rows, and (`gram`: every kernel but laplacian)

@@ -1,4 +1,5 @@
 // The kernel-value kernels of the CUDA path (see launch.hpp).
+#include "cuda/grid.cuh"
 #include "cuda/launch.hpp"
 
 #include <cfloat>
@@ -9,7 +10,6 @@ namespace rkm::cuda {
 namespace {
 
 constexpr int kTile = 16;
-constexpr int kThreads = 256;
 
 template <typename T>
 __device__ void store(double value, T* out, unsigned* flags) {
@@ -111,19 +111,6 @@ __global__ void kernel_inputs(const T* X, int n, int d, const double* shift, dou
   }
 }
 
-template <typename T>
-__global__ void check_finite(const T* values, std::size_t count, unsigned* flags) {
-  for (std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; k < count;
-       k += std::size_t(gridDim.x) * blockDim.x) {
-    if (!isfinite(static_cast<double>(values[k]))) atomicOr(flags, kNonFiniteFlag);
-  }
-}
-
-unsigned blocks_for(std::size_t count) {
-  const std::size_t blocks = (count + kThreads - 1) / kThreads;
-  return unsigned(blocks < 65535u * 16u ? blocks : 65535u * 16u);  // grid-stride loops take the rest
-}
-
 }  // namespace
 
 template <typename T>
@@ -138,13 +125,6 @@ cudaError_t launch_kernel_inputs(const T* X, int n, int d, const double* shift, 
                                  unsigned* flags) {
   if (n == 0) return cudaSuccess;
   kernel_inputs<T><<<blocks_for(std::size_t(n)), kThreads>>>(X, n, d, shift, values, squared_norms, flags);
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t launch_check_finite(const T* values, std::size_t count, unsigned* flags) {
-  if (count == 0) return cudaSuccess;
-  check_finite<T><<<blocks_for(count), kThreads>>>(values, count, flags);
   return cudaGetLastError();
 }
 
@@ -183,7 +163,5 @@ template cudaError_t launch_column_means<double>(const double*, int, int, double
 template cudaError_t launch_kernel_inputs<float>(const float*, int, int, const double*, double*, double*, unsigned*);
 template cudaError_t launch_kernel_inputs<double>(const double*, int, int, const double*, double*, double*,
                                                   unsigned*);
-template cudaError_t launch_check_finite<float>(const float*, std::size_t, unsigned*);
-template cudaError_t launch_check_finite<double>(const double*, std::size_t, unsigned*);
 
 }  // namespace rkm::cuda

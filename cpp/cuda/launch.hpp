@@ -44,8 +44,40 @@ template <typename T>
 cudaError_t launch_kernel_inputs(const T* X, int n, int d, const double* shift, double* values, double* squared_norms,
                                  unsigned* flags);
 
-// Sets *flags bit kNonFiniteFlag when one of the count values is NaN or infinite.
+// The Krylov iteration's tall blocks (blocks.cu): row-major, rows x cols, row i at A + i * stride (a range of the
+// columns of a wider block).
+
+// Sets *flags bit kNonFiniteFlag when one of the values is NaN or infinite.
 template <typename T>
-cudaError_t launch_check_finite(const T* values, std::size_t count, unsigned* flags);
+cudaError_t launch_check_finite(const T* values, int rows, int cols, int stride, unsigned* flags);
+
+// norms (cols doubles) = the columns' Euclidean norms, scaled against overflow.
+template <typename T>
+cudaError_t launch_column_norms(const T* A, int rows, int cols, int stride, double* norms);
+
+// A <- A diag(factors), factors (cols values) on the device.
+template <typename T>
+cudaError_t launch_scale_columns(T* A, int rows, int cols, int stride, const T* factors);
+
+// R = AU - U diag(theta), theta (cols values) on the device.
+template <typename T>
+cudaError_t launch_residuals(const T* AU, int stride_au, const T* U, int stride_u, const T* theta, int rows, int cols,
+                             T* R, int stride_r);
+
+// B = A converted to To.
+template <typename From, typename To>
+cudaError_t launch_convert(const From* A, int stride_a, int rows, int cols, To* B, int stride_b);
+
+// Every entry of A = value.
+template <typename T>
+cudaError_t launch_fill(T* A, int rows, int cols, int stride, T value);
+
+// The centring of kernel products K Q (centred_top_eigsh's rule): sums (2 cols doubles) = [c^T Q, 1^T Q] in double
+// for the column means c (rows doubles), and Y <- Y - 1 shift^T - c scale^T, evaluated in double.
+template <typename T>
+cudaError_t launch_centring_sums(const T* Q, int rows, int cols, int stride, const double* c, double* sums);
+template <typename T>
+cudaError_t launch_centre_columns(T* Y, int rows, int cols, int stride, const double* c, const double* shift,
+                                  const double* scale);
 
 }  // namespace rkm::cuda

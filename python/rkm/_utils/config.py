@@ -30,7 +30,7 @@ def cuda_config():
     if not cuda["compiled"]:
         return {}
     devices = [
-        f"{d['index']}: {d['name']}, {d['total_bytes'] / 2**30:.1f} GiB ({d['free_bytes'] / 2**30:.1f} free), "
+        f"{d['index']}: {d['name']}, {d['total_bytes'] / 2**30:.1f} GiB, "
         f"sm_{d['compute_capability'][0]}{d['compute_capability'][1]}, {d['multiprocessors']} SMs"
         for d in cuda["devices"]
     ]

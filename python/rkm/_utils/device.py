@@ -48,7 +48,7 @@ def require_cuda(index, *, cublas=False):
     """The description (name, free_bytes, ...) of CUDA device `index`; DeviceError when rkm was built without
     CUDA, no driver or no such device is present, or (cublas=True, for the routines that multiply on the GPU)
     cuBLAS cannot be loaded. Allocates nothing on the device."""
-    info = _core.cuda_info()
+    info = _core.cuda_info(index)
     devices = info["devices"]
     if not devices:
         raise DeviceError(f"device='cuda': {info['reason']}")

@@ -173,12 +173,14 @@ def matrix_free_memory_bytes(n_samples, n_features, n_components, dtype, n_threa
 
 
 def cuda_dense_memory_bytes(n_samples, n_features, n_components, dtype):
-    """GPU bytes of a CUDA fit with the kernel matrix stored on the device, as the core's kernel_operator_bytes
-    counts them: K, the block and its product in the dtype; X with its norms and a 256 MiB band of inner
-    products in double; the core's 256 MiB margin."""
-    block = krylov_block_size(n_components, n_samples) + 1
-    values = n_samples * n_samples + 2 * n_samples * block
-    return values * np.dtype(dtype).itemsize + 8 * n_samples * (n_features + 1) + 2 * 256 * 2**20
+    """GPU bytes of a CUDA fit with the kernel matrix stored on the device, as the core's kernel_operator_bytes and
+    krylov_device_bytes count them: K, the Krylov iteration's blocks and the first product's block in the dtype;
+    X with its norms and the column means in double; a 256 MiB band of inner products, 64 MiB of conversions and
+    the core's 256 MiB margin."""
+    block = krylov_block_size(n_components, n_samples)
+    columns = _core.krylov_workspace_columns(n_components, block) + 2 * (block + 1)
+    values = n_samples * (n_samples + columns)
+    return values * np.dtype(dtype).itemsize + 8 * n_samples * (n_features + 2) + (2 * 256 + 64) * 2**20
 
 
 def kernel_diagonal_max(X, name, gamma, degree, coef0):

@@ -177,9 +177,9 @@ callable, default="rbf"
         cuBLAS, e.g. ``pip install nvidia-cublas``). "cuda": kernel_storage "dense" builds K on the GPU and
         keeps it there (solver "krylov": the block products run there as cuBLAS GEMMs; solver "dense": K is
         copied to the host for LAPACK); "matrix_free" evaluates K on the GPU a band of rows at a time at every
-        block product; ``transform`` evaluates its kernel rows there too. The Krylov iteration itself (its
-        orthogonalisation and the small projected problems) runs on the host, on N x b blocks. "auto" storage
-        then means "dense" when K takes at most half of the GPU's free memory. Named kernels and dense,
+        block product; ``transform`` evaluates its kernel rows there too. The Krylov iteration runs there as
+        well (its N x b blocks, orthogonalisation and residuals); only its small projected problems run on the
+        host. "auto" storage then means "dense" when K takes at most half of the GPU's free memory. Named kernels and dense,
         in-memory X only (no feature_map, callable, precomputed, sparse or Dask input).
     verbose : int, default=0
         When positive, ``fit`` prints the kernel storage or feature map it resolved and its time, and for
@@ -511,10 +511,11 @@ callable, default="rbf"
         return start.astype(X.dtype)
 
     def _fit_cuda(self, X, n_components, start, store):
-        """Eigenpairs of the kernel matrix with the block products on the GPU (K stored there, or recomputed in
-        bands at every product), and max |K|."""
+        """Eigenpairs of the kernel matrix with the block products and the Krylov iteration on the GPU (K stored
+        there, or recomputed in bands at every product), and max |K|. The host holds X, the start block and the
+        eigenvectors."""
         n_samples = X.shape[0]
-        columns = _core.krylov_workspace_columns(n_components, start.shape[1]) + 2 * start.shape[1]
+        columns = start.shape[1] + 2 * n_components
         check_memory(
             n_samples * (X.shape[1] + columns) * X.dtype.itemsize + eigen.MEMORY_SLACK_BYTES,
             "X",
