@@ -92,8 +92,8 @@ class HostOps {
 }  // namespace
 
 Index krylov_workspace_columns(int n_components, Index block_columns) {
-  const Index capacity = 2 * krylov::kept_columns(n_components, block_columns);
-  return 2 * capacity + 2 * n_components + 3 * std::max<Index>(n_components, block_columns) + 8 * n_components;
+  const Index kept = krylov::kept_columns(n_components, block_columns);
+  return 5 * kept + 3 * n_components + 3 * std::max<Index>(n_components, block_columns) + 8 * n_components;
 }
 
 template <typename T>

@@ -43,8 +43,9 @@ EigenResult<T> top_eigsh(const ConstMatrixRef<T>& A, int n_components, const Con
                          double tol, int max_iter, int n_threads);
 
 // Columns of n-vectors (in T) that top_eigsh holds at most besides the operator: the basis and its
-// products, the best iterate, and the Ritz blocks; the final refinement holds 4 n_components columns of
-// doubles (counted here as 8 in T, enough for float32).
+// products (4 kept_columns), a restart's temporary block (kept_columns), the best iterate (3 n_components)
+// and a window of Ritz blocks (3 b); the final refinement holds 4 n_components columns of doubles (counted
+// here as 8 in T, enough for float32).
 Eigen::Index krylov_workspace_columns(int n_components, Eigen::Index block_columns);
 
 // Flips each column of V so that its entry of largest magnitude is positive (as scikit-learn's svd_flip).

@@ -268,12 +268,14 @@ class SearchSpace {
   // as diag(theta).
   void restart(Index keep) {
     keep = std::min(keep, k_);
-    const MatrixXd Yk = Y_.leftCols(keep);
-    Matrix kept = ops_.matrix(Q_.rows(), keep);
-    ops_.times(ops_.columns(std::as_const(Q_), 0, k_), Yk, kept);
-    ops_.copy(kept, ops_.columns(Q_, 0, keep));
-    ops_.times(ops_.columns(std::as_const(W_), 0, k_), Yk, kept);
-    ops_.copy(kept, ops_.columns(W_, 0, keep));
+    {  // `kept` is freed before the checkpoint and the re-orthogonalization allocate theirs
+      const MatrixXd Yk = Y_.leftCols(keep);
+      Matrix kept = ops_.matrix(Q_.rows(), keep);
+      ops_.times(ops_.columns(std::as_const(Q_), 0, k_), Yk, kept);
+      ops_.copy(kept, ops_.columns(Q_, 0, keep));
+      ops_.times(ops_.columns(std::as_const(W_), 0, k_), Yk, kept);
+      ops_.copy(kept, ops_.columns(W_, 0, keep));
+    }
     drift_ += unit_roundoff<T>() * std::sqrt(static_cast<double>(k_));
     k_ = keep;
     checkpoint();

@@ -39,7 +39,12 @@ BlockPool::BlockPool(int device) : device_(device) {
     cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     pool_ = pool;
   }
-  flags_ = static_cast<unsigned*>(allocate(sizeof(unsigned)));
+  try {
+    flags_ = static_cast<unsigned*>(allocate(sizeof(unsigned)));
+  } catch (...) {
+    if (pool_) cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool_));
+    throw;
+  }
 }
 
 BlockPool::~BlockPool() {
@@ -89,11 +94,10 @@ DeviceMatrix<T> CudaOps<T>::clone(const ConstView& Z) const {
 
 template <typename T>
 void CudaOps<T>::copy(const ConstView& from, View to) const {
-  if (from.rows() == 0 || from.cols() == 0) return;
-  check(cudaMemcpy2DAsync(to.data, std::size_t(to.stride) * sizeof(T), from.data, std::size_t(from.stride) * sizeof(T),
-                          std::size_t(from.cols()) * sizeof(T), std::size_t(from.rows()), cudaMemcpyDeviceToDevice,
-                          nullptr),
-        "copying a block");
+  // A kernel rather than cudaMemcpy2D, whose rows here are a few values wide.
+  check(launch_convert<T, T>(from.data, stride_of(from), as_int(from.rows()), as_int(from.cols()), to.data,
+                             stride_of(to)),
+        "launching a copy");
 }
 
 template <typename T>

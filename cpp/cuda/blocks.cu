@@ -37,10 +37,14 @@ __device__ double block_reduce(double value) {
 template <typename T>
 __global__ void column_norms(const T* A, int rows, int stride, double* norms) {
   const int column = blockIdx.x;
-  double largest = 0.0;
-  for (int i = threadIdx.x; i < rows; i += kThreads)
-    largest = fmax(largest, fabs(static_cast<double>(A[std::size_t(i) * stride + column])));
+  double largest = 0.0, has_nan = 0.0;  // fmax skips NaN: it is flagged apart, for a NaN norm as on the host
+  for (int i = threadIdx.x; i < rows; i += kThreads) {
+    const double value = static_cast<double>(A[std::size_t(i) * stride + column]);
+    largest = fmax(largest, fabs(value));
+    if (isnan(value)) has_nan = 1.0;
+  }
   largest = block_reduce<true>(largest);
+  has_nan = block_reduce<true>(has_nan);
   double sum = 0.0;
   if (largest > 0.0 && isfinite(largest)) {
     for (int i = threadIdx.x; i < rows; i += kThreads) {
@@ -49,7 +53,8 @@ __global__ void column_norms(const T* A, int rows, int stride, double* norms) {
     }
   }
   sum = block_reduce<false>(sum);
-  if (threadIdx.x == 0) norms[column] = largest > 0.0 && isfinite(largest) ? largest * sqrt(sum) : largest;
+  if (threadIdx.x == 0)
+    norms[column] = has_nan > 0.0 ? nan("") : largest > 0.0 && isfinite(largest) ? largest * sqrt(sum) : largest;
 }
 
 // One thread block per column: sums[column] = c^T q and sums[cols + column] = 1^T q for the column q of Q.

@@ -104,6 +104,7 @@ class CudaOps {
   CudaOps(std::shared_ptr<const BlockPool> pool, int n_threads) : pool_(std::move(pool)), n_threads_(n_threads) {}
 
   int threads() const { return n_threads_; }
+  int device() const { return pool_->device(); }
   Matrix matrix(Index rows, Index cols) const { return Matrix(pool_, rows, cols); }
   View columns(Matrix& M, Index first, Index count) const { return {M.data() + first, M.rows(), count, M.cols()}; }
   ConstView columns(const Matrix& M, Index first, Index count) const {

@@ -416,7 +416,10 @@ class CentredProducts {
       multiply(Q, Y);
     }
     if (center_) centre(Q, Y);
-    if (on_product_) on_product_(++products_);
+    if (on_product_) {
+      on_product_(++products_);
+      check(cudaSetDevice(ops_.device()), "cudaSetDevice");  // the callback (Python) may have switched it
+    }
   }
 
   // The column means of K (zeros without centring) and their mean.
