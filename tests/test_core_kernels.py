@@ -112,6 +112,33 @@ def test_exponential_kernels_are_within_an_ulp_of_numpy_over_the_whole_range(isa
     )
 
 
+@pytest.mark.parametrize("d", [3, 64, 784])
+def test_a_float32_rbf_matrix_stays_within_float32_rounding_of_the_exact_one(d, rng):
+    # float32 rbf inner products run in SGEMM: the result must stay within a few float32 ulps of the float64
+    # kernel of the same data, away from the origin and with Y too.
+    X = (5.0 + rng.normal(size=(300, d))).astype(np.float32)
+    Y = (5.0 + rng.normal(size=(70, d))).astype(np.float32)
+    gamma = 1.0 / (2 * d)
+    bound = 4 * np.finfo(np.float32).eps
+    exact = _core.kernel_matrix(X.astype(np.float64), None, "rbf", gamma)
+    np.testing.assert_allclose(_core.kernel_matrix(X, None, "rbf", gamma), exact, rtol=0, atol=bound)
+    exact = _core.kernel_matrix(X.astype(np.float64), Y.astype(np.float64), "rbf", gamma)
+    np.testing.assert_allclose(_core.kernel_matrix(X, Y, "rbf", gamma), exact, rtol=0, atol=bound)
+    assert np.all(np.diag(_core.kernel_matrix(X, None, "rbf", gamma)) == 1)
+
+
+def test_the_core_exp_and_cos_match_numpy_elementwise(isa):
+    # Every path of the vectorized code: whole vectors and a tail, overflow, underflow through the subnormal
+    # range, NaN and infinities; cos beyond its reduction's range goes to std::cos.
+    x = np.concatenate([np.linspace(-800.0, 800.0, 20_001), [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_max_ulp(_core.vector_exp(x), np.exp(x), maxulp=1)
+    y = np.concatenate([np.linspace(-2e5, 2e5, 20_003), [np.nan, np.inf, -np.inf]])
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_max_ulp(_core.vector_cos(y), np.cos(y), maxulp=2)
+    assert _core.vector_exp(np.ones((3, 4))).shape == (3, 4)
+
+
 def test_kernel_matrix_rejects_unknown_kernel(rng):
     with pytest.raises(ValueError, match="kernel"):
         _core.kernel_matrix(rng.normal(size=(3, 2)), None, "sigmoid")

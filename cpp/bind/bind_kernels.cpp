@@ -1,6 +1,7 @@
 #include "bind/bind.hpp"
 
 #include "core/kernels.hpp"
+#include "core/vector_math.hpp"
 
 namespace rkm::bind {
 
@@ -62,9 +63,24 @@ void def_kernel_matrix(py::module_& m) {
         "triangle only and leaves the rest of the result unspecified.");
 }
 
+// exp and cos as the kernels, the KAE and the random Fourier features evaluate them (one thread).
+template <void (*Function)(const double*, double*, Eigen::Index)>
+py::array_t<double> elementwise_py(py::array_t<double, py::array::c_style | py::array::forcecast> x) {
+  py::array_t<double> out(x.request().shape);
+  {
+    py::gil_scoped_release release;
+    Function(x.data(), out.mutable_data(), x.size());
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_kernels(py::module_& m) {
+  m.def("vector_exp", &elementwise_py<vector_exp>, py::arg("x"),
+        "exp(x) elementwise in the core's vectorized code (one thread): what its kernels evaluate.");
+  m.def("vector_cos", &elementwise_py<vector_cos>, py::arg("x"),
+        "cos(x) elementwise in the core's vectorized code (one thread): what its random Fourier features evaluate.");
   m.def("kernel_names", &kernel_names,
         "The canonical names of the core's kernels (cpp/core/kernels.hpp), in order; every kernel argument also "
         "takes the aliases 'polynomial' (poly) and 'gaussian' (rbf).");
