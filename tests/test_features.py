@@ -9,6 +9,7 @@ from sklearn.kernel_approximation import Nystroem as SklearnNystroem
 from sklearn.kernel_approximation import RBFSampler
 
 from rkm import KernelPCA, features
+from rkm._utils import primal
 from rkm._utils.primal import FeatureMoments, feature_moments, hidden_features, primal_components
 from rkm._utils.threads import blas_threads
 from rkm.features import Nystroem, RandomFourierFeatures, renyi_entropy
@@ -462,6 +463,23 @@ def test_moments_do_not_depend_on_the_blocks():
     blocks = feature_moments(model, X, block_rows=7)
     assert blocks.n == one.n == X.shape[0]
     np.testing.assert_allclose(blocks.scatter, one.scatter, rtol=1e-12, atol=1e-12 * np.abs(one.scatter).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_kept_raw_features_give_the_hidden_features_of_a_second_pass(dtype, monkeypatch):
+    X = _data().astype(dtype)
+    model = Nystroem(60, gamma=0.2, random_state=0).fit(X)
+    moments, raw = primal.feature_moments_and_raw(model, X)
+    expected = feature_moments(model, X)
+    np.testing.assert_array_equal(moments.scatter, expected.scatter)
+    eigenvalues, U = primal_components(moments, 5)
+    kept = hidden_features(model, X, moments.mean, U, eigenvalues, raw=raw)
+    again = hidden_features(model, X, moments.mean, U, eigenvalues)
+    assert kept.dtype == again.dtype == dtype
+    np.testing.assert_allclose(kept, again, rtol=0, atol=(1e-12 if dtype == np.float64 else 1e-5) * np.abs(again).max())
+    # X over several blocks: nothing is kept (each block is freed once summed).
+    monkeypatch.setattr(primal, "BLOCK_BYTES", 8 * 60 * 50)
+    assert primal.feature_moments_and_raw(model, X)[1] is None
 
 
 def test_primal_with_every_landmark_equals_exact_kernel_pca():

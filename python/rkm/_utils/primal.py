@@ -115,6 +115,7 @@ class _ShiftedSums:
 
     def __init__(self, m, p=0):
         self.n, self.shift, self.target_shift = 0, None, None
+        self.kept = None  # the RawFeatures of the first block while it is the only one (see _streamed_sums)
         self.sums, self.upper = np.zeros(m), np.zeros((m, m), order="F")
         self.target_sums, self.cross = np.zeros(p), np.zeros((m, p))
 
@@ -197,14 +198,34 @@ def feature_moments(feature_map, X, block_rows=None):
     return _mapped_moments(feature_map, _streamed_sums(feature_map, X, None, block_rows).moments())
 
 
-def _streamed_sums(feature_map, X, Y, block_rows):
-    """The shifted sums of the raw features psi(X) (and their cross-sums with Y unless None), block by block."""
+def _streamed_sums(feature_map, X, Y, block_rows, keep=False):
+    """The shifted sums of the raw features psi(X) (and their cross-sums with Y unless None), block by block;
+    with `keep`, ``sums.kept`` holds the raw features when X made a single block (else None)."""
     A = feature_map._linear_map
     sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0], 0 if Y is None else Y.shape[1])
     with blas_threads(thread_count(feature_map.n_threads)):
         for rows, Psi in _raw_blocks(feature_map, X, block_rows):
-            sums.add(np.ascontiguousarray(Psi, dtype=np.float64), None if Y is None else Y[rows])
+            Psi = np.ascontiguousarray(Psi, dtype=np.float64)
+            sums.add(Psi, None if Y is None else Y[rows])
+            sums.kept = RawFeatures(Psi, sums.shift) if keep and rows.start == 0 and Psi.size else None
     return sums
+
+
+@dataclass(frozen=True, eq=False)
+class RawFeatures:
+    """The raw features psi(X) of a whole data set as the moments' pass left them: psi(X) - shift, float64."""
+
+    shifted: np.ndarray
+    shift: np.ndarray
+
+
+def feature_moments_and_raw(feature_map, X):
+    """:func:`feature_moments`, and the raw features psi(X) (a RawFeatures) when X fits one block (BLOCK_BYTES of
+    float64 features: the block the pass computes anyway), else None. A second pass over the same X
+    (``hidden_features(..., raw=...)``) is then one product instead of another evaluation of the feature map: for
+    Nyström, of the kernel between X and the landmarks."""
+    sums = _streamed_sums(feature_map, X, None, None, keep=True)
+    return _mapped_moments(feature_map, sums.moments()), sums.kept
 
 
 def _mapped_moments(feature_map, moments):
@@ -256,9 +277,10 @@ def streams(feature_map):
     return hasattr(feature_map, "_raw_block")
 
 
-def linear_outputs(feature_map, X, P, offset, block_rows=None):
+def linear_outputs(feature_map, X, P, offset, block_rows=None, raw=None):
     """phi(X) P - offset for a fitted feature map, a block of rows at a time, as psi(X) (A P) - offset for
-    maps of the form phi = psi A (each block then costs n m s rather than the n m^2 of forming phi).
+    maps of the form phi = psi A (each block then costs n m s rather than the n m^2 of forming phi). `raw`: the
+    RawFeatures of this X (:func:`feature_moments_and_raw`), used instead of evaluating psi(X) again.
 
     Returns
     -------
@@ -270,6 +292,9 @@ def linear_outputs(feature_map, X, P, offset, block_rows=None):
     X = check_array(X, dtype=list(FLOAT_DTYPES), ensure_min_samples=0, input_name="X")
     out = np.empty((X.shape[0], P.shape[1]), dtype=np.result_type(X.dtype, feature_map._model_dtype))
     with blas_threads(thread_count(feature_map.n_threads)):
+        if raw is not None:
+            out[:] = raw.shifted @ raw_projection + (raw.shift @ raw_projection - offset)
+            return out
         for rows, Psi in _raw_blocks(feature_map, X, block_rows):
             out[rows] = Psi.astype(np.float64, copy=False) @ raw_projection - offset
     return out
@@ -305,7 +330,7 @@ def primal_components(moments, n_components=None):
     return eigenvalues, np.ascontiguousarray(fix_signs(U))
 
 
-def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
+def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None, raw=None):
     """Hidden features H = (phi(X) - mean) U diag(eigenvalues)^{-1/2}, 0 where an eigenvalue is 0.
 
     On the data the moments came from, H has orthonormal columns (those with a positive eigenvalue): the
@@ -323,6 +348,8 @@ def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
         As :func:`primal_components` returns them.
     block_rows : int, default=None
         Rows per block (None: as many as BLOCK_BYTES (128 MiB) of float64 features hold).
+    raw : RawFeatures, default=None
+        The raw features of this X from :func:`feature_moments_and_raw`, instead of a second evaluation.
 
     Returns
     -------
@@ -342,4 +369,4 @@ def hidden_features(feature_map, X, mean, U, eigenvalues, block_rows=None):
     positive = eigenvalues > 0
     scale = np.divide(1.0, np.sqrt(np.where(positive, eigenvalues, 1.0))) * positive
     projection = U * scale
-    return linear_outputs(feature_map, X, projection, mean @ projection, block_rows)
+    return linear_outputs(feature_map, X, projection, mean @ projection, block_rows, raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 
@@ -503,9 +504,9 @@ callable, default="rbf"
                 fm.fit(X)
             except ValueError:  # a landmark kernel matrix without a positive eigenvalue
                 return start.astype(X.dtype)
-            moments = self._primal_moments(fm, X, primal)
+            moments, raw = self._primal_moments(fm, X, primal)
             w, U = primal.primal_components(moments, min(width, fm.n_components_))
-            H = primal.hidden_features(fm, X, moments.mean, U, w)
+            H = primal.hidden_features(fm, X, moments.mean, U, w, raw=raw)
         columns = min(H.shape[1], width)
         start[:, :columns] = H[:, :columns]
         return start.astype(X.dtype)
@@ -561,12 +562,16 @@ callable, default="rbf"
         return w, V, residuals, n_iter, eigen.kernel_diagonal_max(X, name, gamma, degree, coef0)
 
     def _primal_moments(self, fm, X, backend):
-        """Moments of the features of X; uncentred (zero mean, scatter sum phi phi^T) without centring."""
-        moments = backend.feature_moments(fm, X)
+        """Moments of the features of X, uncentred (zero mean, scatter sum phi phi^T) without centring; and the
+        raw features when the in-memory backend could keep them for the second pass (else None)."""
+        if backend is primal:
+            moments, raw = primal.feature_moments_and_raw(fm, X)
+        else:
+            moments, raw = backend.feature_moments(fm, X), None
         if self.center:
-            return moments
+            return moments, raw
         scatter = moments.scatter + moments.n * np.outer(moments.mean, moments.mean)
-        return primal.FeatureMoments(moments.n, np.zeros_like(moments.mean), scatter)
+        return primal.FeatureMoments(moments.n, np.zeros_like(moments.mean), scatter), raw
 
     def _fit_primal(self, X, n_components, backend=primal):
         """Kernel PCA in the primal of an explicit feature map: eigenpairs of the m x m covariance of the
@@ -587,13 +592,14 @@ callable, default="rbf"
             raise ValueError(
                 f"n_components: at most the {fm._n_features_out} features of the feature_map, got {n_components}"
             )
-        moments = self._primal_moments(fm, X, backend)
+        moments, raw = self._primal_moments(fm, X, backend)
         w, U = primal.primal_components(moments, n_components)
         residuals = np.linalg.norm(moments.scatter @ U - U * w, axis=0) / max(w.max(initial=0.0), np.finfo(float).tiny)
         # One pass gives H and, through the extra column U = mean, the approximate kernel's column means
         # phi_j^T mean - mean^T mean (+ mean^T mean below), which the pre-images use.
         mean = moments.mean
-        extended = backend.hidden_features(fm, X, mean, np.column_stack([U, mean]), np.append(w, 1.0))
+        hidden = functools.partial(primal.hidden_features, raw=raw) if raw is not None else backend.hidden_features
+        extended = hidden(fm, X, mean, np.column_stack([U, mean]), np.append(w, 1.0))
         extended = np.asarray(extended)
         if self.center:
             self.grand_mean_ = float(mean @ mean)
