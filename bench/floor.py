@@ -1,0 +1,312 @@
+"""The machine's floor: rkm's routines against the least time this machine needs for their work, measured in one
+process, so that every later change shows its effect on one table.
+
+Parts (``--part``, default all):
+
+- ``limits``: the machine's rates at the thread count: GEMM (NumPy's BLAS, float64 and float32) on a square
+  3000 x 3000 product and on the shape of a kernel band ((4096 x d) @ (d x 4096), d = 64 and 784); streaming read
+  (a matrix-vector product over 1 GiB, the read of one block product); streaming write (1 GiB filled by as many
+  threads); exp and cos on 2^20 doubles, one thread, NumPy's against the core's vectorized code.
+- ``kpca``: ``KernelPCA(10, kernel="rbf", kernel_storage="dense")`` on noisy digits (N = 20 000, d = 64; scikit-learn's
+  digits resampled with pixel noise, as ``rkm bench``), float64 and float32. Its floor: the kernel's inner products
+  at the GEMM rate of the band shape (N^2 d flops: one triangle), one write of K, and one read of K's lower
+  triangle per block product (n_iter_ of the fit).
+- ``rbf``: ``rkm.kernels.kernel_matrix(X, kernel="rbf")`` for N = 5000 at d = 64 and 784 in float64 and float32:
+  the float32 speed-up and each dtype's fraction of its floor (N^2 d flops at the band shape's GEMM rate, one
+  write of K).
+- ``nystrom``: ``KernelPCA(10, feature_map=rkm.features.Nystroem(500))`` against scikit-learn's
+  ``make_pipeline(Nystroem(n_components=500), PCA(10))`` on the same noisy digits (N = 20 000), same gamma, same
+  landmarks' count, alternating runs; its floor: the features' kernel (N m d flops at the band shape's GEMM rate,
+  the exps at the core's rate) and their scatter (N m^2 flops at the square GEMM rate).
+
+Seconds are medians over ``--repeats`` runs after one warm-up; the fraction of the floor is floor / measured
+(1 = at the machine's limit). Written to the ``## Performance floor (bench/floor.py)`` section of RESULTS.md.
+
+    python bench/floor.py [--part limits kpca rbf nystrom] [--n-threads 2] [--repeats 5] [--quick]
+"""
+
+import concurrent.futures
+import sys
+import time
+
+import numpy as np
+from _common import RESULTS, log, median_seconds, pinned_threads, script_parser, write_script_section
+
+HEADING = "## Performance floor (bench/floor.py)"
+PARTS = ("limits", "kpca", "rbf", "nystrom")
+KERNEL_DIMENSIONS = (64, 784)
+BAND = 4096  # rows and columns of the kernel band whose GEMM rate the floors use
+STREAM_BYTES = 2**30
+
+
+# ------------------------------------------------------------------------------------------------ machine limits
+
+
+def gemm_gflops(dtype, m, k, n, repeats):
+    """GFLOP/s of (m x k) @ (k x n) in dtype."""
+    rng = np.random.default_rng(0)
+    A, B = rng.random((m, k)).astype(dtype), rng.random((k, n)).astype(dtype)
+    out = np.empty((m, n), dtype)
+    seconds = median_seconds(lambda: np.matmul(A, B, out=out), repeats)
+    return 2.0 * m * k * n / seconds / 1e9
+
+
+def read_gbps(repeats):
+    """GB/s of a matrix-vector product over STREAM_BYTES of doubles: a streaming read on every BLAS thread."""
+    A = np.ones((STREAM_BYTES // 8 // 4096, 4096))
+    x = np.ones(4096)
+    seconds = median_seconds(lambda: A @ x, repeats)
+    return A.nbytes / seconds / 1e9
+
+
+def write_gbps(n_threads, repeats):
+    """GB/s of filling STREAM_BYTES of doubles, split among n_threads threads (NumPy releases the GIL)."""
+    A = np.empty(STREAM_BYTES // 8)
+    A.fill(0.0)  # first touch outside the timing
+    parts = np.array_split(A, n_threads)
+    with concurrent.futures.ThreadPoolExecutor(n_threads) as pool:
+        seconds = median_seconds(lambda: list(pool.map(lambda part: part.fill(1.0), parts)), repeats)
+    return A.nbytes / seconds / 1e9
+
+
+def elementwise_ns(function, x, repeats):
+    """Nanoseconds per element of function(x), one thread."""
+    return median_seconds(lambda: function(x), repeats, calls=5) / x.size * 1e9
+
+
+def transcendental_rates(repeats):
+    """ns per double of exp (on [-20, 0], the kernels' range) and cos (on [-100, 100], random Fourier features'
+    phases): NumPy's against the core's vectorized code (rkm._core.vector_exp / vector_cos)."""
+    from rkm import _core
+
+    x, y = np.linspace(-20.0, 0.0, 2**20), np.linspace(-100.0, 100.0, 2**20)
+    return {
+        "exp_ns_numpy": elementwise_ns(np.exp, x, repeats),
+        "exp_ns_core": elementwise_ns(_core.vector_exp, x, repeats),
+        "cos_ns_numpy": elementwise_ns(np.cos, y, repeats),
+        "cos_ns_core": elementwise_ns(_core.vector_cos, y, repeats),
+    }
+
+
+def measure_limits(n_threads, repeats):
+    limits = {"threads": n_threads}
+    with pinned_threads(n_threads):
+        for dtype in (np.float64, np.float32):
+            name = np.dtype(dtype).name
+            limits[f"gemm_{name}_square"] = gemm_gflops(dtype, 3000, 3000, 3000, repeats)
+            for d in KERNEL_DIMENSIONS:
+                limits[f"gemm_{name}_band_{d}"] = gemm_gflops(dtype, BAND, d, BAND, repeats)
+        limits["read_gbps"] = read_gbps(repeats)
+    limits["write_gbps"] = write_gbps(n_threads, repeats)
+    with pinned_threads(1):
+        limits.update(transcendental_rates(repeats))
+    log(f"limits: {limits}")
+    return limits
+
+
+def limits_table(limits):
+    rows = [
+        ("GEMM float64, 3000 x 3000 x 3000", f"{limits['gemm_float64_square']:.0f} GFLOP/s"),
+        ("GEMM float32, 3000 x 3000 x 3000", f"{limits['gemm_float32_square']:.0f} GFLOP/s"),
+    ]
+    for d in KERNEL_DIMENSIONS:
+        for name in ("float64", "float32"):
+            rows.append(
+                (
+                    f"GEMM {name}, kernel band ({BAND} x {d}) @ ({d} x {BAND})",
+                    f"{limits[f'gemm_{name}_band_{d}']:.0f} GFLOP/s",
+                )
+            )
+    rows += [
+        ("streaming read (matrix-vector product over 1 GiB)", f"{limits['read_gbps']:.1f} GB/s"),
+        (f"streaming write (1 GiB filled by {limits['threads']} threads)", f"{limits['write_gbps']:.1f} GB/s"),
+    ]
+    for function in ("exp", "cos"):
+        rows += [
+            (f"np.{function}, one thread", f"{limits[f'{function}_ns_numpy']:.2f} ns per double"),
+            (
+                f"the core's {function} (rkm._core.vector_{function}), one thread",
+                f"{limits[f'{function}_ns_core']:.2f} ns per double",
+            ),
+        ]
+    lines = ["| limit | rate |", "|---|---|"] + [f"| {what} | {rate} |" for what, rate in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------- floors
+
+
+def kernel_floor(n, d, dtype, limits):
+    """Seconds of the inner products of K(X, X) (one triangle, N^2 d flops) at the band shape's GEMM rate and one
+    write of K."""
+    name = np.dtype(dtype).name
+    gemm = n * n * d / (limits[f"gemm_{name}_band_{d}"] * 1e9)
+    write = n * n * np.dtype(dtype).itemsize / (limits["write_gbps"] * 1e9)
+    return gemm + write
+
+
+def kpca_floor(n, d, dtype, n_iter, limits):
+    """kernel_floor and one read of K's lower triangle per block product."""
+    read = n_iter * n * n / 2 * np.dtype(dtype).itemsize / (limits["read_gbps"] * 1e9)
+    return kernel_floor(n, d, dtype, limits) + read
+
+
+# ------------------------------------------------------------------------------------------------------ parts
+
+
+def noisy_digits(n_samples, random_state=0):
+    from rkm.cli.bench import noisy_digits as digits
+
+    return digits(n_samples, random_state)
+
+
+def measure_kpca(n, n_threads, repeats, limits):
+    from rkm import KernelPCA
+
+    X64 = noisy_digits(n)
+    gamma = 1.0 / (2.0 * X64.var(axis=0).sum())  # 1 / the mean squared distance between two rows
+    rows = []
+    for dtype in (np.float64, np.float32):
+        X = X64.astype(dtype)
+        model = KernelPCA(10, kernel="rbf", gamma=gamma, kernel_storage="dense", n_threads=n_threads, random_state=0)
+        with pinned_threads(n_threads):
+            seconds = median_seconds(lambda model=model, X=X: model.fit(X), repeats)
+        floor = kpca_floor(n, X.shape[1], dtype, model.n_iter_, limits)
+        rows.append(
+            {"dtype": np.dtype(dtype).name, "n": n, "seconds": seconds, "n_iter": int(model.n_iter_), "floor": floor}
+        )
+        log(f"kpca {rows[-1]}")
+    return rows
+
+
+def measure_rbf(n, n_threads, repeats, limits):
+    from rkm.kernels import kernel_matrix
+
+    rows = []
+    for d in KERNEL_DIMENSIONS:
+        X64 = np.random.default_rng(0).standard_normal((n, d))
+        gamma = 1.0 / (2.0 * d)
+        for dtype in (np.float64, np.float32):
+            X = X64.astype(dtype)
+            with pinned_threads(n_threads):
+                seconds = median_seconds(
+                    lambda X=X: kernel_matrix(X, kernel="rbf", gamma=gamma, n_threads=n_threads), repeats
+                )
+            rows.append(
+                {
+                    "d": d,
+                    "dtype": np.dtype(dtype).name,
+                    "n": n,
+                    "seconds": seconds,
+                    "floor": kernel_floor(n, d, dtype, limits),
+                }
+            )
+            log(f"rbf {rows[-1]}")
+    return rows
+
+
+def measure_nystrom(n, rank, n_threads, repeats, limits):
+    from sklearn.decomposition import PCA
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.pipeline import make_pipeline
+
+    from rkm import KernelPCA, features
+
+    X = noisy_digits(n)
+    gamma = 1.0 / (2.0 * X.var(axis=0).sum())
+    fits = {
+        "rkm": lambda: KernelPCA(
+            10,
+            feature_map=features.Nystroem(rank, gamma=gamma, random_state=0, n_threads=n_threads),
+            n_threads=n_threads,
+        ).fit(X),
+        "scikit-learn": lambda: make_pipeline(
+            Nystroem(gamma=gamma, n_components=rank, random_state=0), PCA(10, random_state=0)
+        ).fit(X),
+    }
+    times = {name: [] for name in fits}
+    with pinned_threads(n_threads):
+        for fit in fits.values():
+            fit()  # warm-up
+        for _ in range(repeats):
+            for name, fit in fits.items():
+                began = time.perf_counter()
+                fit()
+                times[name].append(time.perf_counter() - began)
+    d = X.shape[1]
+    floor = (
+        n * rank * d * 2 / (limits["gemm_float64_band_64"] * 1e9)
+        + n * rank * limits["exp_ns_core"] / n_threads * 1e-9
+        + n * rank * rank / (limits["gemm_float64_square"] * 1e9)
+    )
+    row = {"n": n, "rank": rank, "floor": floor, **{name: float(np.median(t)) for name, t in times.items()}}
+    log(f"nystrom {row}")
+    return row
+
+
+def nystrom_table(row):
+    lines = [
+        "| N | m | rkm seconds | scikit-learn seconds | speed-up | floor seconds | rkm's fraction of the floor |",
+        "|---|---|---|---|---|---|---|",
+        f"| {row['n']} | {row['rank']} | {row['rkm']:.3f} | {row['scikit-learn']:.3f} | "
+        f"{row['scikit-learn'] / row['rkm']:.2f}x | {row['floor']:.3f} | {row['floor'] / row['rkm']:.0%} |",
+    ]
+    return "\n".join(lines)
+
+
+def kpca_table(rows):
+    lines = [
+        "| dtype | N | fit seconds | block products | floor seconds | fraction of the floor |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['dtype']} | {r['n']} | {r['seconds']:.2f} | {r['n_iter']} | {r['floor']:.2f} | {r['floor'] / r['seconds']:.0%} |"
+        )
+    return "\n".join(lines)
+
+
+def rbf_table(rows):
+    seconds = {(r["d"], r["dtype"]): r["seconds"] for r in rows}
+    lines = [
+        "| d | dtype | N | seconds | floor seconds | fraction of the floor | float32 speed-up |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        speedup = seconds[(r["d"], "float64")] / r["seconds"] if r["dtype"] == "float32" else None
+        lines.append(
+            f"| {r['d']} | {r['dtype']} | {r['n']} | {r['seconds']:.3f} | {r['floor']:.3f} | {r['floor'] / r['seconds']:.0%} | "
+            + (f"{speedup:.2f}x |" if speedup else "- |")
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = script_parser(__doc__, PARTS, quick="N divided by 4, 3 repeats: a smoke run")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    repeats = 3 if args.quick else args.repeats
+    scale = 4 if args.quick else 1
+    started = time.perf_counter()
+    limits = measure_limits(args.n_threads, repeats)
+    text = ["### Machine limits", "", limits_table(limits)]
+    if "kpca" in args.part:
+        rows = measure_kpca(20_000 // scale, args.n_threads, repeats, limits)
+        text += ["", "### KernelPCA fit, RBF, noisy digits (d = 64), s = 10, stored kernel", "", kpca_table(rows)]
+    if "rbf" in args.part:
+        rows = measure_rbf(5000 // scale, args.n_threads, repeats, limits)
+        text += ["", "### RBF kernel matrix K(X, X), float64 and float32", "", rbf_table(rows)]
+    if "nystrom" in args.part:
+        row = measure_nystrom(20_000 // scale, 500, args.n_threads, repeats, limits)
+        text += ["", "### Nyström kernel PCA (m = 500) against scikit-learn's Nystroem + PCA", "", nystrom_table(row)]
+    note = f" Medians of {repeats} runs; fraction of the floor = floor seconds / measured seconds."
+    if args.quick:
+        print("\n".join(text))
+        return
+    write_script_section(
+        RESULTS, HEADING, "floor.py", args.n_threads, "\n".join(text), note, time.perf_counter() - started
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
