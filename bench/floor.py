@@ -6,7 +6,8 @@ Parts (``--part``, default all):
 - ``limits``: the machine's rates at the thread count: GEMM (NumPy's BLAS, float64 and float32) on a square
   3000 x 3000 product and on the shape of a kernel band ((4096 x d) @ (d x 4096), d = 64 and 784); streaming read
   (a matrix-vector product over 1 GiB, the read of one block product); streaming write (1 GiB filled by as many
-  threads); exp and cos on 2^20 doubles, one thread, NumPy's against the core's vectorized code.
+  threads, into touched memory, and for context into newly allocated memory, whose page faults every new kernel
+  matrix pays: the floors leave them out); exp and cos on 2^20 doubles, one thread, NumPy's against the core's vectorized code.
 - ``kpca``: ``KernelPCA(10, kernel="rbf", kernel_storage="dense")`` on noisy digits (N = 20 000, d = 64; scikit-learn's
   digits resampled with pixel noise, as ``rkm bench``), float64 and float32. Its floor: the kernel's inner products
   at the GEMM rate of the band shape (N^2 d flops: one triangle), one write of K, and one read of K's lower
@@ -59,10 +60,19 @@ def read_gbps(repeats):
     return A.nbytes / seconds / 1e9
 
 
-def write_gbps(n_threads, repeats):
-    """GB/s of filling STREAM_BYTES of doubles, split among n_threads threads (NumPy releases the GIL)."""
-    A = np.empty(STREAM_BYTES // 8)
-    A.fill(0.0)  # first touch outside the timing
+def write_gbps(n_threads, repeats, fresh=False):
+    """GB/s of filling STREAM_BYTES of doubles, split among n_threads threads (NumPy releases the GIL): memory
+    touched before, or (`fresh`) newly allocated at each run, whose page faults a new kernel matrix pays."""
+
+    def fill():
+        A = np.empty(STREAM_BYTES // 8)
+        with concurrent.futures.ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(lambda part: part.fill(1.0), np.array_split(A, n_threads)))
+        return A
+
+    if fresh:
+        return STREAM_BYTES / median_seconds(fill, repeats) / 1e9
+    A = fill()
     parts = np.array_split(A, n_threads)
     with concurrent.futures.ThreadPoolExecutor(n_threads) as pool:
         seconds = median_seconds(lambda: list(pool.map(lambda part: part.fill(1.0), parts)), repeats)
@@ -98,6 +108,7 @@ def measure_limits(n_threads, repeats):
                 limits[f"gemm_{name}_band_{d}"] = gemm_gflops(dtype, BAND, d, BAND, repeats)
         limits["read_gbps"] = read_gbps(repeats)
     limits["write_gbps"] = write_gbps(n_threads, repeats)
+    limits["fresh_write_gbps"] = write_gbps(n_threads, repeats, fresh=True)
     with pinned_threads(1):
         limits.update(transcendental_rates(repeats))
     log(f"limits: {limits}")
@@ -120,6 +131,10 @@ def limits_table(limits):
     rows += [
         ("streaming read (matrix-vector product over 1 GiB)", f"{limits['read_gbps']:.1f} GB/s"),
         (f"streaming write (1 GiB filled by {limits['threads']} threads)", f"{limits['write_gbps']:.1f} GB/s"),
+        (
+            "the same into newly allocated memory (page faults; not in the floors)",
+            f"{limits['fresh_write_gbps']:.1f} GB/s",
+        ),
     ]
     for function in ("exp", "cos"):
         rows += [
@@ -304,7 +319,7 @@ def main(argv=None):
         print("\n".join(text))
         return
     write_script_section(
-        RESULTS, HEADING, "floor.py", args.n_threads, "\n".join(text), note, time.perf_counter() - started
+        RESULTS, HEADING, "bench/floor.py", args.n_threads, "\n".join(text), note, time.perf_counter() - started
     )
 
 
