@@ -7,7 +7,8 @@ Parts (``--part``, default all):
   3000 x 3000 product and on the shape of a kernel band ((4096 x d) @ (d x 4096), d = 64 and 784); streaming read
   (a matrix-vector product over 1 GiB, the read of one block product); streaming write (1 GiB filled by as many
   threads, into touched memory, and for context into newly allocated memory, whose page faults every new kernel
-  matrix pays: the floors leave them out); exp and cos on 2^20 doubles, one thread, NumPy's against the core's vectorized code.
+  matrix pays: the floors leave them out); exp and cos on 2^20 doubles, one thread, NumPy's against the core's
+  vectorized code.
 - ``kpca``: ``KernelPCA(10, kernel="rbf", kernel_storage="dense")`` on noisy digits (N = 20 000, d = 64; scikit-learn's
   digits resampled with pixel noise, as ``rkm bench``), float64 and float32. Its floor: the kernel's inner products
   at the GEMM rate of the band shape (N^2 d flops: one triangle), one write of K, and one read of K's lower
@@ -32,6 +33,8 @@ import time
 
 import numpy as np
 from _common import RESULTS, log, median_seconds, pinned_threads, script_parser, write_script_section
+
+from rkm.cli.report import markdown_table
 
 HEADING = "## Performance floor (bench/floor.py)"
 PARTS = ("limits", "kpca", "rbf", "nystrom")
@@ -144,8 +147,7 @@ def limits_table(limits):
                 f"{limits[f'{function}_ns_core']:.2f} ns per double",
             ),
         ]
-    lines = ["| limit | rate |", "|---|---|"] + [f"| {what} | {rate} |" for what, rate in rows]
-    return "\n".join(lines)
+    return markdown_table(("limit", "rate"), rows)
 
 
 # ---------------------------------------------------------------------------------------------------- floors
@@ -260,40 +262,49 @@ def measure_nystrom(n, rank, n_threads, repeats, limits):
 
 
 def nystrom_table(row):
-    lines = [
-        "| N | m | rkm seconds | scikit-learn seconds | speed-up | floor seconds | rkm's fraction of the floor |",
-        "|---|---|---|---|---|---|---|",
-        f"| {row['n']} | {row['rank']} | {row['rkm']:.3f} | {row['scikit-learn']:.3f} | "
-        f"{row['scikit-learn'] / row['rkm']:.2f}x | {row['floor']:.3f} | {row['floor'] / row['rkm']:.0%} |",
-    ]
-    return "\n".join(lines)
+    header = (
+        "N",
+        "m",
+        "rkm seconds",
+        "scikit-learn seconds",
+        "speed-up",
+        "floor seconds",
+        "rkm's fraction of the floor",
+    )
+    speedup, fraction = row["scikit-learn"] / row["rkm"], row["floor"] / row["rkm"]
+    cells = (row["n"], row["rank"], f"{row['rkm']:.3f}", f"{row['scikit-learn']:.3f}", f"{speedup:.2f}x")
+    return markdown_table(header, [(*map(str, cells), f"{row['floor']:.3f}", f"{fraction:.0%}")])
 
 
 def kpca_table(rows):
-    lines = [
-        "| dtype | N | fit seconds | block products | floor seconds | fraction of the floor |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['dtype']} | {r['n']} | {r['seconds']:.2f} | {r['n_iter']} | {r['floor']:.2f} | {r['floor'] / r['seconds']:.0%} |"
-        )
-    return "\n".join(lines)
+    header = ("dtype", "N", "fit seconds", "block products", "floor seconds", "fraction of the floor")
+    return markdown_table(
+        header,
+        [
+            (
+                r["dtype"],
+                str(r["n"]),
+                f"{r['seconds']:.2f}",
+                str(r["n_iter"]),
+                f"{r['floor']:.2f}",
+                f"{r['floor'] / r['seconds']:.0%}",
+            )
+            for r in rows
+        ],
+    )
 
 
 def rbf_table(rows):
+    header = ("d", "dtype", "N", "seconds", "floor seconds", "fraction of the floor", "float32 speed-up")
     seconds = {(r["d"], r["dtype"]): r["seconds"] for r in rows}
-    lines = [
-        "| d | dtype | N | seconds | floor seconds | fraction of the floor | float32 speed-up |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    table = []
     for r in rows:
-        speedup = seconds[(r["d"], "float64")] / r["seconds"] if r["dtype"] == "float32" else None
-        lines.append(
-            f"| {r['d']} | {r['dtype']} | {r['n']} | {r['seconds']:.3f} | {r['floor']:.3f} | {r['floor'] / r['seconds']:.0%} | "
-            + (f"{speedup:.2f}x |" if speedup else "- |")
+        speedup = f"{seconds[(r['d'], 'float64')] / r['seconds']:.2f}x" if r["dtype"] == "float32" else "-"
+        fraction = f"{r['floor'] / r['seconds']:.0%}"
+        table.append(
+            (str(r["d"]), r["dtype"], str(r["n"]), f"{r['seconds']:.3f}", f"{r['floor']:.3f}", fraction, speedup)
         )
-    return "\n".join(lines)
+    return markdown_table(header, table)
 
 
 def main(argv=None):
