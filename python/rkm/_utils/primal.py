@@ -115,7 +115,6 @@ class _ShiftedSums:
 
     def __init__(self, m, p=0):
         self.n, self.shift, self.target_shift = 0, None, None
-        self.kept = None  # the RawFeatures of the first block while it is the only one (see _streamed_sums)
         self.sums, self.upper = np.zeros(m), np.zeros((m, m), order="F")
         self.target_sums, self.cross = np.zeros(p), np.zeros((m, p))
 
@@ -195,20 +194,22 @@ def feature_moments(feature_map, X, block_rows=None):
     FeatureMoments
         Of the features in the model's dtype, accumulated in float64.
     """
-    return _mapped_moments(feature_map, _streamed_sums(feature_map, X, None, block_rows).moments())
+    sums, _ = _streamed_sums(feature_map, X, None, block_rows)
+    return _mapped_moments(feature_map, sums.moments())
 
 
 def _streamed_sums(feature_map, X, Y, block_rows, keep=False):
-    """The shifted sums of the raw features psi(X) (and their cross-sums with Y unless None), block by block;
-    with `keep`, ``sums.kept`` holds the raw features when X made a single block (else None)."""
+    """The shifted sums of the raw features psi(X) (and their cross-sums with Y unless None), block by block, and
+    with `keep` the raw features as a RawFeatures when X made a single block (else None)."""
     A = feature_map._linear_map
     sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0], 0 if Y is None else Y.shape[1])
+    kept = None
     with blas_threads(thread_count(feature_map.n_threads)):
         for rows, Psi in _raw_blocks(feature_map, X, block_rows):
             Psi = np.ascontiguousarray(Psi, dtype=np.float64)
             sums.add(Psi, None if Y is None else Y[rows])
-            sums.kept = RawFeatures(Psi, sums.shift) if keep and rows.start == 0 and Psi.size else None
-    return sums
+            kept = RawFeatures(Psi, sums.shift) if keep and rows.start == 0 and Psi.size else None
+    return sums, kept
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,8 +225,8 @@ def feature_moments_and_raw(feature_map, X):
     float64 features: the block the pass computes anyway), else None. A second pass over the same X
     (``hidden_features(..., raw=...)``) is then one product instead of another evaluation of the feature map: for
     Nyström, of the kernel between X and the landmarks."""
-    sums = _streamed_sums(feature_map, X, None, None, keep=True)
-    return _mapped_moments(feature_map, sums.moments()), sums.kept
+    sums, kept = _streamed_sums(feature_map, X, None, None, keep=True)
+    return _mapped_moments(feature_map, sums.moments()), kept
 
 
 def _mapped_moments(feature_map, moments):
@@ -257,7 +258,7 @@ def feature_target_moments(feature_map, X, Y, block_rows=None):
         sum_i (phi_i - mu)(y_i - y_mean)^T.
     y_mean : ndarray of shape (p,), float64
     """
-    sums = _streamed_sums(feature_map, X, np.asarray(Y, dtype=np.float64), block_rows)
+    sums, _ = _streamed_sums(feature_map, X, np.asarray(Y, dtype=np.float64), block_rows)
     cross, y_mean = sums.cross_moments()
     A = feature_map._linear_map
     if A is not None:
