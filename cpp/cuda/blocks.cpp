@@ -17,9 +17,15 @@ namespace {
 
 int as_int(Index value) { return static_cast<int>(value); }
 
+// Row strides as cuBLAS and the kernels take them: cuBLAS wants ld >= 1 even for empty blocks.
 template <typename T>
 int stride_of(const DeviceView<T>& view) {
-  return as_int(std::max<Index>(1, view.stride));  // cuBLAS wants ld >= 1 even for empty blocks
+  return as_int(std::max<Index>(1, view.stride));
+}
+
+template <typename T>
+int stride_of(const DeviceMatrix<T>& M) {
+  return as_int(std::max<Index>(1, M.cols()));
 }
 
 }  // namespace
@@ -141,7 +147,7 @@ Eigen::MatrixXd CudaOps<T>::gram_in_double(const ConstView& A, const ConstView& 
   DeviceMatrix<double> C(pool_, A.cols(), B.cols());
   if constexpr (std::is_same_v<T, double>) {
     gemm<double>(pool_->device(), true, false, as_int(A.cols()), as_int(B.cols()), as_int(A.rows()), 1.0, A.data,
-                 stride_of(A), B.data, stride_of(B), 0.0, C.data(), as_int(std::max<Index>(1, B.cols())));
+                 stride_of(A), B.data, stride_of(B), 0.0, C.data(), stride_of(C));
   } else {
     // float32 sums over n terms lose about sqrt(n) ulps: the rows go through double copies, a band at a time, and
     // the products accumulate in C.
@@ -155,16 +161,15 @@ Eigen::MatrixXd CudaOps<T>::gram_in_double(const ConstView& A, const ConstView& 
     for (Index r0 = 0; r0 < A.rows(); r0 += band) {
       const Index rows = std::min(band, A.rows() - r0);
       check(launch_convert<float, double>(A.data + r0 * A.stride, stride_of(A), as_int(rows), as_int(A.cols()),
-                                          Ad.data(), as_int(std::max<Index>(1, A.cols()))),
+                                          Ad.data(), stride_of(Ad)),
             "launching a conversion");
       if (!same)
         check(launch_convert<float, double>(B.data + r0 * B.stride, stride_of(B), as_int(rows), as_int(B.cols()),
-                                            Bd.data(), as_int(std::max<Index>(1, B.cols()))),
+                                            Bd.data(), stride_of(Bd)),
               "launching a conversion");
       const double* b_rows = same ? Ad.data() : Bd.data();
       gemm<double>(pool_->device(), true, false, as_int(A.cols()), as_int(B.cols()), as_int(rows), 1.0, Ad.data(),
-                   as_int(std::max<Index>(1, A.cols())), b_rows, as_int(std::max<Index>(1, B.cols())),
-                   r0 == 0 ? 0.0 : 1.0, C.data(), as_int(std::max<Index>(1, B.cols())));
+                   stride_of(Ad), b_rows, stride_of(Bd), r0 == 0 ? 0.0 : 1.0, C.data(), stride_of(C));
     }
   }
   return in_double.download(C);
@@ -174,7 +179,7 @@ template <typename T>
 RowMatrix<T> CudaOps<T>::transposed_product(const ConstView& A, const ConstView& B) const {
   Matrix C = matrix(A.cols(), B.cols());
   gemm<T>(pool_->device(), true, false, as_int(A.cols()), as_int(B.cols()), as_int(A.rows()), T(1), A.data,
-          stride_of(A), B.data, stride_of(B), T(0), C.data(), as_int(std::max<Index>(1, B.cols())));
+          stride_of(A), B.data, stride_of(B), T(0), C.data(), stride_of(C));
   return download(C);
 }
 
@@ -182,7 +187,7 @@ template <typename T>
 void CudaOps<T>::times(const ConstView& A, const Eigen::MatrixXd& M, View out) const {
   const Matrix device_M = upload(M.template cast<T>());
   gemm<T>(pool_->device(), false, false, as_int(A.rows()), as_int(M.cols()), as_int(A.cols()), T(1), A.data,
-          stride_of(A), device_M.data(), as_int(std::max<Index>(1, M.cols())), T(0), out.data, stride_of(out));
+          stride_of(A), device_M.data(), stride_of(device_M), T(0), out.data, stride_of(out));
 }
 
 template <typename T>
@@ -201,7 +206,7 @@ DeviceMatrix<T> CudaOps<T>::residuals(const ConstView& AU, const ConstView& U, c
   Matrix R = matrix(U.rows(), U.cols());
   const Matrix device_theta = upload(theta.transpose().template cast<T>());
   check(launch_residuals<T>(AU.data, stride_of(AU), U.data, stride_of(U), device_theta.data(), as_int(U.rows()),
-                            as_int(U.cols()), R.data(), as_int(std::max<Index>(1, R.cols()))),
+                            as_int(U.cols()), R.data(), stride_of(R)),
         "launching the residuals");
   return R;
 }
@@ -234,7 +239,7 @@ template <typename T>
 DeviceMatrix<double> CudaOps<T>::to_double(const ConstView& Z) const {
   DeviceMatrix<double> out(pool_, Z.rows(), Z.cols());
   check(launch_convert<T, double>(Z.data, stride_of(Z), as_int(Z.rows()), as_int(Z.cols()), out.data(),
-                                  as_int(std::max<Index>(1, Z.cols()))),
+                                  stride_of(out)),
         "launching a conversion");
   return out;
 }
@@ -242,8 +247,8 @@ DeviceMatrix<double> CudaOps<T>::to_double(const ConstView& Z) const {
 template <typename T>
 DeviceMatrix<T> CudaOps<T>::from_double(const DeviceMatrix<double>& Z) const {
   Matrix out = matrix(Z.rows(), Z.cols());
-  check(launch_convert<double, T>(Z.data(), as_int(std::max<Index>(1, Z.cols())), as_int(Z.rows()), as_int(Z.cols()),
-                                  out.data(), as_int(std::max<Index>(1, Z.cols()))),
+  check(launch_convert<double, T>(Z.data(), stride_of(Z), as_int(Z.rows()), as_int(Z.cols()), out.data(),
+                                  stride_of(out)),
         "launching a conversion");
   return out;
 }
