@@ -180,8 +180,8 @@ callable, default="rbf"
         copied to the host for LAPACK); "matrix_free" evaluates K on the GPU a band of rows at a time at every
         block product; ``transform`` evaluates its kernel rows there too. The Krylov iteration runs there as
         well (its N x b blocks, orthogonalisation and residuals); only its small projected problems run on the
-        host. "auto" storage then means "dense" when K takes at most half of the GPU's free memory. Named kernels and dense,
-        in-memory X only (no feature_map, callable, precomputed, sparse or Dask input).
+        host. "auto" storage then means "dense" when K takes at most half of the GPU's free memory. Named
+        kernels and dense, in-memory X only (no feature_map, callable, precomputed, sparse or Dask input).
     verbose : int, default=0
         When positive, ``fit`` prints the kernel storage or feature map it resolved and its time, and for
         kernel_storage="matrix_free" a line per block product (each recomputes the kernel: at N = 200 000
