@@ -12,7 +12,9 @@ Parts (``--part``, default all):
 - ``kpca``: ``KernelPCA(10, kernel="rbf", kernel_storage="dense")`` on noisy digits (N = 20 000, d = 64; scikit-learn's
   digits resampled with pixel noise, as ``rkm bench``), float64 and float32. Its floor: the kernel's inner products
   at the GEMM rate of the band shape (N^2 d flops: one triangle), one write of K, and one read of K's lower
-  triangle per block product (n_iter_ of the fit).
+  triangle per block product (n_iter_ of the fit). Where the GEMM rate is low against the memory bandwidth (here
+  1.5 flops per byte), a product of b columns takes longer to compute than to read: the second floor charges
+  each product the longer of the read and its 2 N^2 b flops at the square GEMM rate.
 - ``rbf``: ``rkm.kernels.kernel_matrix(X, kernel="rbf")`` for N = 5000 at d = 64 and 784 in float64 and float32:
   the float32 speed-up and each dtype's fraction of its floor (N^2 d flops at the band shape's GEMM rate, one
   write of K).
@@ -24,7 +26,8 @@ Parts (``--part``, default all):
 Seconds are medians over ``--repeats`` runs after one warm-up; the fraction of the floor is floor / measured
 (1 = at the machine's limit). Written to the ``## Performance floor (bench/floor.py)`` section of RESULTS.md.
 
-    python bench/floor.py [--part limits kpca rbf nystrom] [--n-threads 2] [--repeats 5] [--quick]
+    python bench/floor.py [--part limits kpca rbf nystrom matfree lssvm constr kae multiview] [--n-threads 2] [--repeats 5]
+                          [--quick]
 """
 
 import concurrent.futures
@@ -37,7 +40,7 @@ from _common import RESULTS, log, median_seconds, pinned_threads, script_parser,
 from rkm.cli.report import markdown_table
 
 HEADING = "## Performance floor (bench/floor.py)"
-PARTS = ("limits", "kpca", "rbf", "nystrom")
+PARTS = ("limits", "kpca", "rbf", "nystrom", "matfree", "lssvm", "constr", "kae", "multiview")
 KERNEL_DIMENSIONS = (64, 784)
 BAND = 4096  # rows and columns of the kernel band whose GEMM rate the floors use
 STREAM_BYTES = 2**30
@@ -162,10 +165,15 @@ def kernel_floor(n, d, dtype, limits):
     return gemm + write
 
 
-def kpca_floor(n, d, dtype, n_iter, limits):
-    """kernel_floor and one read of K's lower triangle per block product."""
-    read = n_iter * n * n / 2 * np.dtype(dtype).itemsize / (limits["read_gbps"] * 1e9)
-    return kernel_floor(n, d, dtype, limits) + read
+def kpca_floors(n, d, dtype, n_iter, block, limits):
+    """(the issue's floor, the floor with the products' flops): kernel_floor and, per block product, one read of
+    K's lower triangle; or the longer of that read and the product's 2 N^2 b flops (each stored element serves
+    two products) at the square GEMM rate of the dtype."""
+    name, item = np.dtype(dtype).name, np.dtype(dtype).itemsize
+    read = n * n / 2 * item / (limits["read_gbps"] * 1e9)
+    flops = 2 * n * n * block / (limits[f"gemm_{name}_square"] * 1e9)
+    kernel = kernel_floor(n, d, dtype, limits)
+    return kernel + n_iter * read, kernel + n_iter * max(read, flops)
 
 
 # ------------------------------------------------------------------------------------------------------ parts
@@ -179,6 +187,7 @@ def noisy_digits(n_samples, random_state=0):
 
 def measure_kpca(n, n_threads, repeats, limits):
     from rkm import KernelPCA
+    from rkm._utils.eigen import krylov_block_size
 
     X64 = noisy_digits(n)
     gamma = 1.0 / (2.0 * X64.var(axis=0).sum())  # 1 / the mean squared distance between two rows
@@ -188,9 +197,18 @@ def measure_kpca(n, n_threads, repeats, limits):
         model = KernelPCA(10, kernel="rbf", gamma=gamma, kernel_storage="dense", n_threads=n_threads, random_state=0)
         with pinned_threads(n_threads):
             seconds = median_seconds(lambda model=model, X=X: model.fit(X), repeats)
-        floor = kpca_floor(n, X.shape[1], dtype, model.n_iter_, limits)
+        block = krylov_block_size(10, n)
+        floor, compute_floor = kpca_floors(n, X.shape[1], dtype, model.n_iter_, block, limits)
         rows.append(
-            {"dtype": np.dtype(dtype).name, "n": n, "seconds": seconds, "n_iter": int(model.n_iter_), "floor": floor}
+            {
+                "dtype": np.dtype(dtype).name,
+                "n": n,
+                "seconds": seconds,
+                "n_iter": int(model.n_iter_),
+                "block": block,
+                "floor": floor,
+                "compute_floor": compute_floor,
+            }
         )
         log(f"kpca {rows[-1]}")
     return rows
@@ -261,6 +279,250 @@ def measure_nystrom(n, rank, n_threads, repeats, limits):
     return row
 
 
+def measure_matfree(n, b, n_threads, repeats, limits):
+    """Seconds of one matrix-free block product K(X, X) @ B per dtype, and its floor."""
+    from rkm import _core
+
+    X64 = noisy_digits(n)
+    gamma = 1.0 / (2.0 * X64.var(axis=0).sum())
+    B64 = np.random.default_rng(0).standard_normal((n, b))
+    d, rows = X64.shape[1], []
+    for dtype in (np.float64, np.float32):
+        X, B = X64.astype(dtype), B64.astype(dtype)
+        name = np.dtype(dtype).name
+        with pinned_threads(1):  # the core's OpenMP threads call BLAS: one BLAS thread each
+            seconds = median_seconds(
+                lambda X=X, B=B: _core.kernel_product(X, None, B, "rbf", gamma, n_threads=n_threads), repeats
+            )
+        floor = (
+            n * n * d / (limits[f"gemm_{name}_band_{d}"] * 1e9)
+            + n * n / 2 * limits["exp_ns_core"] / n_threads * 1e-9
+            + 2 * n * n * b / (limits["gemm_float64_square"] * 1e9)
+        )
+        rows.append({"dtype": name, "n": n, "b": b, "seconds": seconds, "floor": floor})
+        log(f"matfree {rows[-1]}")
+    return rows
+
+
+def matfree_table(rows):
+    header = ("dtype", "N", "b", "seconds", "floor seconds", "fraction of the floor")
+    return markdown_table(
+        header,
+        [
+            (
+                r["dtype"],
+                str(r["n"]),
+                str(r["b"]),
+                f"{r['seconds']:.3f}",
+                f"{r['floor']:.3f}",
+                f"{r['floor'] / r['seconds']:.0%}",
+            )
+            for r in rows
+        ],
+    )
+
+
+def lssvm_data(n):
+    from lssvm_perf import make_data
+
+    return make_data(n)
+
+
+def measure_lssvm(n, n_threads, repeats, limits):
+    """Alternating fits of rkm (float64, mixed precision) and KernelRidge at N = n; the mixed solution's distance."""
+    from lssvm_perf import GAMMA, LAM
+    from sklearn.kernel_ridge import KernelRidge
+
+    from rkm import LSSVMRegressor
+
+    X, y = lssvm_data(n)
+    models = {
+        "rkm": LSSVMRegressor(kernel="rbf", gamma=GAMMA, lam=LAM, solver="cholesky", n_threads=n_threads),
+        "rkm_mixed": LSSVMRegressor(
+            kernel="rbf", gamma=GAMMA, lam=LAM, solver="cholesky", mixed_precision=True, n_threads=n_threads
+        ),
+        # the same system without the bias row: (K + lambda I) alpha = y
+        "kernel_ridge": KernelRidge(kernel="rbf", gamma=GAMMA, alpha=LAM),
+    }
+    times = {name: [] for name in models}
+    with pinned_threads(n_threads):
+        for _ in range(repeats):
+            for name, model in models.items():
+                began = time.perf_counter()
+                model.fit(X, y)
+                times[name].append(time.perf_counter() - began)
+    exact, mixed = models["rkm"].dual_coef_, models["rkm_mixed"].dual_coef_
+    kernel = kernel_floor(n, 64, np.float64, limits) * X.shape[1] / 64  # the d = 64 band rate, scaled to d
+    row = {
+        "n": n,
+        "difference": float(np.max(np.abs(mixed - exact)) / np.max(np.abs(exact))),
+        "floor": n**3 / 3 / (limits["gemm_float64_square"] * 1e9) + kernel,
+        "floor_mixed": n**3 / 3 / (limits["gemm_float32_square"] * 1e9) + kernel,
+        **{name: float(np.median(t)) for name, t in times.items()},
+    }
+    log(f"lssvm {row}")
+    return row
+
+
+def lssvm_table(row):
+    header = (
+        "fit",
+        "seconds",
+        "KernelRidge / rkm",
+        "floor seconds",
+        "fraction of the floor",
+        "max |H - H_float64| / max |H|",
+    )
+    kr = row["kernel_ridge"]
+    cells = [
+        ("rkm, float64 Cholesky", row["rkm"], row["floor"], "-"),
+        ("rkm, mixed_precision=True", row["rkm_mixed"], row["floor_mixed"], f"{row['difference']:.1e}"),
+    ]
+    table = [
+        (label, f"{seconds:.2f}", f"{kr / seconds:.2f}x", f"{floor:.2f}", f"{floor / seconds:.0%}", difference)
+        for label, seconds, floor, difference in cells
+    ]
+    table.append(("KernelRidge (no bias row)", f"{kr:.2f}", "-", "-", "-", "-"))
+    return markdown_table(header, table)
+
+
+def measure_constr(sizes, n_threads, repeats):
+    """Objective and gradient per N (core with one BLAS thread, reference with n_threads) and the PG solve."""
+    from _common import TABLE1_SIZES, TABLE1_TOL
+    from constr_drkm_perf import digits, table1_objective
+
+    from rkm import _core
+    from rkm._utils.threads import blas_threads
+    from rkm.reference.stiefel import stiefel_minimize
+    from rkm.stiefel import random_point
+
+    rows = []
+    for n in sizes:
+        X = digits(n)
+        core, ref = (table1_objective(X, backend, n_threads) for backend in ("core", "reference"))
+        H = random_point(n, sum(TABLE1_SIZES), random_state=0)
+        times = {"core": [], "reference": []}
+        for _ in range(repeats):
+            with blas_threads(1):
+                times["core"].append(median_seconds(lambda: core.evaluate(H), 1, calls=10))
+            with blas_threads(n_threads):
+                times["reference"].append(median_seconds(lambda: ref.evaluate(H), 1))
+        rows.append({"n": n, **{name: float(np.median(t)) for name, t in times.items()}})
+        log(f"constr {rows[-1]}")
+    X = digits(1000)
+    core, ref = (table1_objective(X, backend, n_threads) for backend in ("core", "reference"))
+    H0 = random_point(1000, sum(TABLE1_SIZES), random_state=0)
+    solves = {}
+    with blas_threads(1):
+        began = time.perf_counter()
+        result = _core.stiefel_minimize(core, H0, "pg", TABLE1_TOL, 100000, {})
+        solves["core"] = (time.perf_counter() - began, result["nit"], result["status"])
+    with blas_threads(n_threads):
+        began = time.perf_counter()
+        result = stiefel_minimize(ref, H0, "pg", TABLE1_TOL, 100000, {})
+        solves["reference"] = (time.perf_counter() - began, result["nit"], result["status"])
+    log(f"constr pg {solves}")
+    return rows, solves
+
+
+def constr_tables(rows, solves):
+    objective = markdown_table(
+        ("N", "core ms", "reference ms", "speed-up (target 5x)"),
+        [
+            (str(r["n"]), f"{1e3 * r['core']:.2f}", f"{1e3 * r['reference']:.1f}", f"{r['reference'] / r['core']:.1f}x")
+            for r in rows
+        ],
+    )
+    core, ref = solves["core"], solves["reference"]
+    solve = markdown_table(
+        ("PG solve, N = 1000", "status", "iterations", "seconds", "ms per iteration", "speed-up (target 5x)"),
+        [
+            (
+                label,
+                str(status),
+                str(nit),
+                f"{seconds:.2f}",
+                f"{1e3 * seconds / max(nit, 1):.2f}",
+                f"{ref[0] / seconds:.1f}x" if label == "core" else "-",
+            )
+            for label, (seconds, nit, status) in (("core", core), ("reference", ref))
+        ],
+    )
+    return objective, solve
+
+
+def measure_kae(n, repeats, limits):
+    """Seconds per loss-and-gradient call, core adjoint and NumPy reference, one thread, interleaved."""
+    from _kae_perf import HIDDEN, evaluate, perf_inputs, relative_difference
+
+    inputs = perf_inputs(n)
+    results = {backend: evaluate(backend, inputs, 1) for backend in ("core_adjoint", "reference_adjoint")}
+    times = {backend: [] for backend in results}
+    with pinned_threads(1):
+        for _ in range(repeats):
+            for backend in times:
+                times[backend].append(median_seconds(lambda b=backend: evaluate(b, inputs, 1), 1, calls=20))
+    layers = len(HIDDEN) + 1
+    row = {
+        "n": n,
+        "difference": relative_difference(results["reference_adjoint"][1], results["core_adjoint"][1]),
+        "floor": layers * n * n / 2 * limits["exp_ns_core"] * 1e-9,
+        **{backend: float(np.median(t)) for backend, t in times.items()},
+    }
+    log(f"kae {row}")
+    return row
+
+
+def kae_table(row):
+    core, ref = row["core_adjoint"], row["reference_adjoint"]
+    header = ("n", "core ms", "reference ms", "speed-up (target 8x)", "exp floor ms", "core's fraction of the floor")
+    cells = (str(row["n"]), f"{1e3 * core:.3f}", f"{1e3 * ref:.3f}", f"{ref / core:.1f}x", f"{1e3 * row['floor']:.3f}")
+    return markdown_table(header, [(*cells, f"{row['floor'] / core:.0%}")])
+
+
+def measure_multiview(n_features, s, n_threads, repeats, iterations):
+    """Seconds per Stiefel iteration on -1/2 Tr(U^T C U) and of one C @ U product at the square GEMM rate."""
+    from rkm import stiefel
+
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((2 * n_features, n_features + 1))
+    C = F.T @ F / F.shape[0]
+
+    def objective(U):
+        CU = C @ U
+        return -0.5 * float(np.sum(U * CU)), -CU
+
+    start = stiefel.random_point(n_features + 1, s, random_state=0)
+    with pinned_threads(n_threads):
+        per_iteration = []
+        for _ in range(repeats):
+            result = stiefel.minimize(objective, start, tol=1e-300, max_iter=iterations)
+            per_iteration.append(result.time / max(result.nit, 1))
+        product = median_seconds(lambda: C @ start, repeats)
+    row = {
+        "n": n_features + 1,
+        "s": s,
+        "iteration": float(np.median(per_iteration)),
+        "evaluations": result.nfev / max(result.nit, 1),
+        "product": product,
+    }
+    log(f"multiview {row}")
+    return row
+
+
+def multiview_table(row):
+    header = ("U", "method", "ms per iteration", "evaluations per iteration", "one C @ U (ms)", "iteration / product")
+    cells = (
+        f"{row['n']} x {row['s']}",
+        "cayley_bb (default)",
+        f"{1e3 * row['iteration']:.1f}",
+        f"{row['evaluations']:.2f}",
+        f"{1e3 * row['product']:.1f}",
+        f"{row['iteration'] / row['product']:.2f}x (target <= 2x)",
+    )
+    return markdown_table(header, [cells])
+
+
 def nystrom_table(row):
     header = (
         "N",
@@ -277,7 +539,16 @@ def nystrom_table(row):
 
 
 def kpca_table(rows):
-    header = ("dtype", "N", "fit seconds", "block products", "floor seconds", "fraction of the floor")
+    header = (
+        "dtype",
+        "N",
+        "fit seconds",
+        "block products (b columns)",
+        "floor seconds",
+        "fraction of the floor",
+        "floor with the products' flops",
+        "fraction of that floor",
+    )
     return markdown_table(
         header,
         [
@@ -285,9 +556,11 @@ def kpca_table(rows):
                 r["dtype"],
                 str(r["n"]),
                 f"{r['seconds']:.2f}",
-                str(r["n_iter"]),
+                f"{r['n_iter']} ({r['block']})",
                 f"{r['floor']:.2f}",
                 f"{r['floor'] / r['seconds']:.0%}",
+                f"{r['compute_floor']:.2f}",
+                f"{r['compute_floor'] / r['seconds']:.0%}",
             )
             for r in rows
         ],
@@ -325,6 +598,30 @@ def main(argv=None):
     if "nystrom" in args.part:
         row = measure_nystrom(20_000 // scale, 500, args.n_threads, repeats, limits)
         text += ["", "### Nyström kernel PCA (m = 500) against scikit-learn's Nystroem + PCA", "", nystrom_table(row)]
+    if "matfree" in args.part:
+        rows = measure_matfree(20_000 // scale, 16, args.n_threads, repeats, limits)
+        text += ["", "### Matrix-free block product K(X, X) @ B (noisy digits, d = 64)", "", matfree_table(rows)]
+    if "lssvm" in args.part:
+        row = measure_lssvm(10_000 // scale, args.n_threads, min(repeats, 3), limits)
+        title = "### LS-SVM dual fit (RBF, d = 16, lambda = 0.01) against KernelRidge"
+        text += ["", title, "", lssvm_table(row)]
+    if "constr" in args.part:
+        sizes = (250, 500) if args.quick else (1000, 2000, 5000)
+        objective, solve = constr_tables(*measure_constr(sizes, args.n_threads, repeats))
+        text += [
+            "",
+            "### Constr-DRKM objective and gradient (Table 1 model) against the NumPy reference",
+            "",
+            objective,
+        ]
+        text += ["", solve]
+    if "kae" in args.part:
+        row = measure_kae(300, repeats, limits)
+        text += ["", "### KAE loss and adjoint gradient, one thread, against the NumPy reference", "", kae_table(row)]
+    if "multiview" in args.part:
+        features = 1000 if args.quick else 5000
+        row = measure_multiview(features, 144, args.n_threads, repeats, 10 if args.quick else 30)
+        text += ["", "### Multi-view primal Stiefel iteration against one C @ U product", "", multiview_table(row)]
     note = f" Medians of {repeats} runs; fraction of the floor = floor seconds / measured seconds."
     if args.quick:
         print("\n".join(text))

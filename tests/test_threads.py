@@ -88,3 +88,80 @@ def test_n_threads_never_raises_blas_above_the_process_limit():
         with blas_threads(2):
             assert {threads for _, threads in _blas_limits()} == {1}
         assert {threads for _, threads in _blas_limits()} == {1}
+
+
+# The core's OpenMP teams hold its BLAS at one thread (blas::SingleThreadedScope) and restore the count.
+
+
+def _core_blas_count():
+    from threadpoolctl import threadpool_info
+
+    from rkm._utils.threads import _core_blas_library
+
+    library = _core_blas_library()
+    counts = [lib["num_threads"] for lib in threadpool_info() if os.path.realpath(lib["filepath"]) == library]
+    return counts[0] if counts else None
+
+
+def _require_core_blas_control():
+    from rkm import _core
+
+    if _core.config()["blas_thread_control"] is None:
+        pytest.skip("the core found no thread controls for its BLAS (not SciPy's OpenBLAS)")
+
+
+def test_the_core_restores_its_blas_thread_count_after_each_team():
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from rkm import _core
+
+    _require_core_blas_control()
+    X = np.random.default_rng(0).normal(size=(600, 8))
+    B = np.ones((600, 3))
+    for count in (2, 1):
+        with threadpool_limits(limits=count, user_api="blas"):
+            _core.kernel_product(X, None, B, "rbf", 0.1, n_threads=2)
+            assert _core_blas_count() == count
+            assert _core._scoped_blas_threads() == 0  # no team open after the call
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_concurrent_core_teams_and_fits_restore_the_blas_limits():
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    import rkm
+    from rkm import _core
+
+    _require_core_blas_control()
+    before = _blas_limits()
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 4)), rng.normal(size=300)
+
+    def work(seed):
+        if seed % 3 == 0:  # a bare core call: its teams' scopes only
+            return _core.kernel_product(X, None, np.ones((300, 2)), "rbf", 0.5, n_threads=2)
+        if seed % 3 == 1:  # the Python layer's limits around teams that nest BLAS calls
+            return rkm.LSSVMRegressor(mixed_precision=True, solver="cholesky", n_threads=2).fit(X, y)
+        return rkm.ConstrainedDeepRKM((3, 2), n_threads=1 + seed % 2, random_state=seed, max_iter=30).fit(X[:60])
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(work, range(24)))
+    assert _blas_limits() == before
+    assert _core._scoped_blas_threads() == 0
+
+
+def test_nested_blas_calls_give_the_same_products_as_a_single_threaded_blas():
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from rkm import _core
+
+    X = np.random.default_rng(1).normal(size=(700, 16))
+    B = np.random.default_rng(2).normal(size=(700, 4))
+    with threadpool_limits(limits=1, user_api="blas"):
+        expected = _core.kernel_product(X, None, B, "rbf", 0.05, n_threads=2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        np.testing.assert_array_equal(_core.kernel_product(X, None, B, "rbf", 0.05, n_threads=2), expected)

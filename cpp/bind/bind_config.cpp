@@ -3,6 +3,10 @@
 #include "core/blas.hpp"
 #include "core/isa.hpp"
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#endif
+
 namespace rkm::bind {
 
 namespace {
@@ -10,6 +14,41 @@ namespace {
 void* capsule_pointer(const py::dict& capi, const char* name) {
   py::capsule capsule = capi[name];
   return PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()));
+}
+
+// The file of the BLAS library whose thread count the core controls ("" when none).
+std::string& thread_controlled_library() {
+  static std::string path;
+  return path;
+}
+
+// Finds the thread controls of the OpenBLAS behind SciPy's BLAS (blas::ThreadControls): the library that
+// holds `routine` (scipy.linalg.cython_blas) and the ones it loaded are searched for OpenBLAS's functions, as
+// SciPy's wheels name them (scipy_ prefix) or unprefixed. Without them (another BLAS, or no dlopen) the
+// controls stay unset.
+void register_blas_thread_controls([[maybe_unused]] void* routine) {
+#if defined(__unix__) || defined(__APPLE__)
+  Dl_info info;
+  if (dladdr(routine, &info) == 0 || info.dli_fname == nullptr) return;
+  void* library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (library == nullptr) return;
+  for (const char* prefix : {"scipy_", ""}) {
+    const std::string get = std::string(prefix) + "openblas_get_num_threads";
+    const std::string set = std::string(prefix) + "openblas_set_num_threads";
+    void* get_address = dlsym(library, get.c_str());
+    void* set_address = dlsym(library, set.c_str());
+    Dl_info owner;
+    if (get_address != nullptr && set_address != nullptr && dladdr(set_address, &owner) != 0 &&
+        owner.dli_fname != nullptr) {
+      blas::ThreadControls& controls = blas::thread_controls();
+      controls.get = reinterpret_cast<int (*)()>(get_address);
+      controls.set = reinterpret_cast<void (*)(int)>(set_address);
+      thread_controlled_library() = owner.dli_fname;
+      break;
+    }
+  }
+  dlclose(library);  // SciPy keeps the library loaded: the functions stay valid
+#endif
 }
 
 // Registers SciPy's BLAS/LAPACK (see core/blas.hpp for why). Returns false when SciPy is unavailable.
@@ -35,6 +74,7 @@ bool register_scipy_blas() {
     s.trsm = reinterpret_cast<blas::Routines<float>::trsm_t>(capsule_pointer(b, "strsm"));
     s.trmm = reinterpret_cast<blas::Routines<float>::trmm_t>(capsule_pointer(b, "strmm"));
     s.syrk = reinterpret_cast<blas::Routines<float>::syrk_t>(capsule_pointer(b, "ssyrk"));
+    register_blas_thread_controls(capsule_pointer(b, "dgemm"));
     return true;
   } catch (const py::error_already_set&) {
     return false;
@@ -67,11 +107,20 @@ void bind_config(py::module_& m) {
                         std::to_string(EIGEN_MINOR_VERSION);
         info["eigen_simd"] = Eigen::SimdInstructionSetsInUse();
         info["blas"] = blas_backend();
+        // the BLAS library the core holds to one thread inside its OpenMP teams (blas::SingleThreadedScope)
+        const std::string& controlled = thread_controlled_library();
+        info["blas_thread_control"] = controlled.empty() ? py::none() : py::object(py::str(controlled));
         info["simd_isa"] = active_isa();
         info["native_build"] = static_cast<bool>(RKM_NATIVE_BUILD);
         return info;
       },
       "Build and run-time configuration of the compiled core.");
+  m.def("_scoped_blas_threads", &blas::scoped_thread_count,
+        "The BLAS thread count the core restores when its OpenMP teams finish, or 0 when none runs (for the "
+        "Python layer's BLAS limits).");
+  m.def("_rebase_scoped_blas_threads", &blas::rebase_scoped_thread_count, py::arg("threads"),
+        "Tells running OpenMP teams of the core that the BLAS thread count was set to `threads` meanwhile (the "
+        "count they restore); nothing when none runs.");
   m.def(
       "set_blas_backend",
       [](const std::string& name) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <vector>
 
 namespace rkm::blas {
@@ -27,6 +28,47 @@ template <typename T>
 Routines<T>& routines() {
   static Routines<T> table;
   return table;
+}
+
+ThreadControls& thread_controls() {
+  static ThreadControls controls;
+  return controls;
+}
+
+namespace {
+// The scopes open across threads and the count the last to close restores.
+std::mutex g_scope_mutex;
+int g_open_scopes = 0;
+int g_scoped_count = 0;
+}  // namespace
+
+SingleThreadedScope::SingleThreadedScope(bool active) {
+  const ThreadControls& controls = thread_controls();
+  if (!active || controls.get == nullptr || controls.set == nullptr) return;
+  const std::lock_guard<std::mutex> lock(g_scope_mutex);
+  if (g_open_scopes++ == 0) {
+    g_scoped_count = controls.get();
+    if (g_scoped_count > 1) controls.set(1);
+  }
+  engaged_ = true;
+}
+
+SingleThreadedScope::~SingleThreadedScope() {
+  if (!engaged_) return;
+  const std::lock_guard<std::mutex> lock(g_scope_mutex);
+  if (--g_open_scopes == 0 && g_scoped_count > 1) thread_controls().set(g_scoped_count);
+}
+
+int scoped_thread_count() {
+  const std::lock_guard<std::mutex> lock(g_scope_mutex);
+  return g_open_scopes > 0 ? g_scoped_count : 0;
+}
+
+void rebase_scoped_thread_count(int threads) {
+  const std::lock_guard<std::mutex> lock(g_scope_mutex);
+  if (g_open_scopes == 0) return;
+  g_scoped_count = threads;
+  if (threads > 1) thread_controls().set(1);
 }
 
 void set_use_external(bool use) { g_use_external.store(use); }

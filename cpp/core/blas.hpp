@@ -35,6 +35,38 @@ struct Routines {
 template <typename T>
 Routines<T>& routines();
 
+// The BLAS library's own (process-wide) thread count, where the bindings found its controls: OpenBLAS's
+// openblas_get_num_threads / openblas_set_num_threads. Unset, the core leaves the count alone.
+struct ThreadControls {
+  int (*get)() = nullptr;
+  void (*set)(int) = nullptr;
+};
+ThreadControls& thread_controls();
+
+// While alive, BLAS runs on one thread (where its controls are known). The core's OpenMP teams call BLAS from
+// each of their threads: a multi-threaded BLAS nested in them makes the callers wait on one pool whose
+// threads spin on the cores the team needs (the matrix-free kernel product took 2.2x as long, N = 10 000,
+// 2 cores). for_each_item holds one around its items, whatever the team's size. The count is the process's: the
+// first scope to open records it and the last to close restores it, so overlapping scopes of concurrent
+// calls leave it as they found it; meanwhile other threads' BLAS calls run single-threaded (slower, never
+// wrong). Construct outside parallel regions only.
+class SingleThreadedScope {
+ public:
+  explicit SingleThreadedScope(bool active);
+  ~SingleThreadedScope();
+  SingleThreadedScope(const SingleThreadedScope&) = delete;
+  SingleThreadedScope& operator=(const SingleThreadedScope&) = delete;
+
+ private:
+  bool engaged_ = false;
+};
+// The count the last open scope will restore, or 0 when none is open: what another controller of the same
+// library (the Python layer's BLAS limits) must take for the current count.
+int scoped_thread_count();
+// Another controller changed the count to `threads`: with scopes open, that becomes the count they restore
+// and the library goes back to one thread; with none open, nothing happens.
+void rebase_scoped_thread_count(int threads);
+
 // When false, registered routines are ignored and Eigen is used (for testing both paths).
 void set_use_external(bool use);
 bool use_external();

@@ -45,6 +45,14 @@ int thread_index() {
 #endif
 }
 
+bool in_parallel_region() {
+#ifdef RKM_HAVE_OPENMP
+  return omp_in_parallel() != 0;
+#else
+  return false;
+#endif
+}
+
 int available_cores() {
 #ifdef RKM_HAVE_OPENMP
   return std::max(1, omp_get_num_procs());

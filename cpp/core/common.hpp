@@ -68,6 +68,8 @@ int max_threads();
 int available_cores();
 // The calling thread's index inside an OpenMP parallel region (0 outside one or without OpenMP).
 int thread_index();
+// Whether the calling thread runs inside an active OpenMP parallel region.
+bool in_parallel_region();
 
 // Sets the calling thread's OpenMP thread count for its lifetime and restores the previous one.
 class ThreadGuard {

@@ -323,26 +323,55 @@ void report_value_flags(const KernelSpec& spec, const std::vector<ValueFlags>& f
 }
 
 template <typename T>
-KernelBlocks<T>::KernelBlocks(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec)
-    : spec_(spec), symmetric_(Y == nullptr) {
+KernelBlocks<T>::KernelBlocks(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
+                              bool float_products)
+    : spec_(spec),
+      symmetric_(Y == nullptr),
+      float_products_(float_products && std::is_same_v<T, float> && spec.type == KernelType::rbf) {
   const bool shifted = spec.type == KernelType::rbf;
   const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
   x_ = to_double<T>(X, shift, shifted);
-  nx_ = x_.rowwise().squaredNorm();
+  prepare_set(x_, x_float_, nx_);
   if (symmetric_) return;
   y_ = to_double<T>(*Y, shift, shifted);
-  ny_ = y_.rowwise().squaredNorm();
+  prepare_set(y_, y_float_, ny_);
 }
 
 template <typename T>
-void KernelBlocks<T>::block(Index r0, Index c0, MatrixRef<double> out, ValueFlags& flags) const {
+void KernelBlocks<T>::prepare_set(const RowMatrix<double>& set, RowMatrix<float>& rounded, Vector<double>& norms) {
+  if (!float_products_) {
+    norms = set.rowwise().squaredNorm();
+    return;
+  }
+  rounded = set.template cast<float>();
+  norms = rounded.template cast<double>().rowwise().squaredNorm();
+}
+
+template <typename T>
+void KernelBlocks<T>::inner_products(Index r0, Index c0, MatrixRef<double> out, std::vector<float>& scratch) const {
   const Index rows = out.rows(), cols = out.cols();
   if (spec_.type == KernelType::laplacian) {
     l1_chunk(x_, y(), r0, c0, out);
+  } else if (float_products_) {
+    // grown, never shrunk: edge blocks alternate with full ones, and a reallocation faults in fresh pages
+    if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(static_cast<size_t>(rows * cols));
+    Eigen::Map<RowMatrix<float>> products(scratch.data(), rows, cols);
+    const RowMatrix<float>& y_float = symmetric_ ? x_float_ : y_float_;
+    blas::gemm<float>(blas::Op::none, blas::Op::transpose, x_float_.middleRows(r0, rows),
+                      y_float.middleRows(c0, cols), products, 1.0f, 0.0f);
+    out = products.template cast<double>();
   } else {
     blas::gemm<double>(blas::Op::none, blas::Op::transpose, x_.middleRows(r0, rows), y().middleRows(c0, cols), out,
                        1.0, 0.0);
   }
+}
+
+template <typename T>
+void KernelBlocks<T>::block(Index r0, Index c0, MatrixRef<double> out, ValueFlags& flags) const {
+  if (float_products_) throw std::logic_error("KernelBlocks::block: built with float products");
+  const Index rows = out.rows(), cols = out.cols();
+  std::vector<float> unused;  // float products only
+  inner_products(r0, c0, out, unused);
   const Vector<double>& ny = y_norms();
   for (Index i = 0; i < rows; ++i) {
     double* row = &out(i, 0);
@@ -354,34 +383,6 @@ void KernelBlocks<T>::block(Index r0, Index c0, MatrixRef<double> out, ValueFlag
       row[diagonal] = exact_self_value(spec_.type, nx_[r0 + i]);
   }
 }
-
-namespace {
-
-// The inputs of a float32 rbf kernel matrix in float: its inner products then run in SGEMM, at twice the DGEMM rate
-// (the exps and the distances stay in double). The data are X - mean rounded to float, and the squared norms are
-// those of the rounded values, so that a point's distance to itself stays 0; the SGEMM sums leave about
-// sqrt(d) eps_float |x| |y| in each inner product, an error of that order in gamma |x - y|^2, which the float32
-// result's own rounding (eps_float k) matches for the kernel's typical scale gamma |x|^2 ~ 1. Empty when unused.
-struct SingleInputs {
-  RowMatrix<float> x, y_own;
-  Vector<double> x_norms, y_own_norms;
-  bool symmetric = true, used = false;
-
-  template <typename T>
-  SingleInputs(const KernelBlocks<T>& values, bool use) : symmetric(values.symmetric()), used(use) {
-    if (!used) return;
-    x = values.x().template cast<float>();
-    x_norms = x.template cast<double>().rowwise().squaredNorm();
-    if (symmetric) return;
-    y_own = values.y().template cast<float>();
-    y_own_norms = y_own.template cast<double>().rowwise().squaredNorm();
-  }
-  explicit operator bool() const { return used; }
-  const RowMatrix<float>& y() const { return symmetric ? x : y_own; }
-  const Vector<double>& y_norms() const { return symmetric ? x_norms : y_own_norms; }
-};
-
-}  // namespace
 
 template <typename T>
 void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
@@ -395,11 +396,8 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   if (n_x == 0 || n_y == 0) return;
   ThreadGuard guard(n_threads);
 
-  const KernelBlocks<T> values(X, Y, spec);
-  const DoubleMatrix &Xd = values.x(), &Ys = values.y();
-  const SingleInputs single(values, std::is_same_v<T, float> && spec.type == KernelType::rbf);
-  const Vector<double> &nx = single ? single.x_norms : values.x_norms();
-  const Vector<double> &ny = single ? single.y_norms() : values.y_norms();
+  const KernelBlocks<T> values(X, Y, spec, /*float_products=*/true);
+  const Vector<double> &nx = values.x_norms(), &ny = values.y_norms();
 
   // Each thread builds whole bands of rows with its own cache-sized buffer and single-threaded GEMMs, so
   // no BLAS thread pool competes with the OpenMP threads (the Python layer runs BLAS on one thread here).
@@ -414,7 +412,7 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   // Per-thread buffers live across waves: fresh pages are expensive to fault in.
   std::vector<DoubleMatrix> scratches(static_cast<size_t>(guard.threads()),
                                       DoubleMatrix(std::min(band_rows, n_x), std::min(chunk_columns, n_y)));
-  std::vector<RowMatrix<float>> single_scratches(single ? scratches.size() : 0);
+  std::vector<std::vector<float>> float_scratches(scratches.size());
   std::vector<std::vector<double>> tiles(scratches.size());
   std::vector<ValueFlags> flags(scratches.size());
   for_each_item(n_bands, guard.threads(), Schedule::dynamic, [&](Index k, size_t tid) {
@@ -423,18 +421,7 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
     for (Index c0 = 0; c0 < cols; c0 += chunk_columns) {
       const Index w = std::min(chunk_columns, cols - c0);
       MatrixRef<double> chunk = scratches[tid].topLeftCorner(rows, w);
-      if (spec.type == KernelType::laplacian) {
-        l1_chunk(Xd, Ys, r0, c0, chunk);
-      } else if (single) {
-        RowMatrix<float>& products = single_scratches[tid];
-        products.resize(rows, w);
-        blas::gemm<float>(blas::Op::none, blas::Op::transpose, single.x.middleRows(r0, rows),
-                          single.y().middleRows(c0, w), products, 1.0f, 0.0f);
-        chunk = products.cast<double>();
-      } else {
-        blas::gemm<double>(blas::Op::none, blas::Op::transpose, Xd.middleRows(r0, rows), Ys.middleRows(c0, w), chunk,
-                           1.0, 0.0);
-      }
+      values.inner_products(r0, c0, chunk, float_scratches[tid]);
       write_chunk<T>(spec, chunk, r0, c0, nx, ny, symmetric, !lower_only, tiles[tid], flags[tid], out);
     }
   });

@@ -1,6 +1,7 @@
 // Work loops over OpenMP threads that honour Ctrl-C and never throw inside the parallel region.
 #pragma once
 
+#include "core/blas.hpp"
 #include "core/common.hpp"
 
 #include <atomic>
@@ -18,9 +19,12 @@ enum class Schedule { dynamic, cyclic };
 // Runs body(item, thread) for items 0..n_items-1 on up to `threads` OpenMP threads. Thread 0, the one that
 // entered the core, checks for Ctrl-C between its items (at most every 50 ms: each check takes the GIL), so
 // an interrupt waits for about one item; nothing may throw inside the region, so the other threads only
-// stop taking items and interrupted_error is thrown after it.
+// stop taking items and interrupted_error is thrown after it. The items run with BLAS on one thread
+// (blas::SingleThreadedScope): bodies call BLAS from every thread of the team, and a team of one runs the same
+// BLAS code, so that results repeat for any thread count.
 template <typename Body>
 void for_each_item(Eigen::Index n_items, [[maybe_unused]] int threads, Schedule schedule, const Body& body) {
+  const blas::SingleThreadedScope single_threaded_blas(n_items > 1 && !in_parallel_region());
   using Clock = std::chrono::steady_clock;
   constexpr auto kCheckInterval = std::chrono::milliseconds(50);
   std::atomic<Eigen::Index> next{0};

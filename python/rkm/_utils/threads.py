@@ -69,23 +69,25 @@ class _BlasLimits:
         with self._lock:
             controller = _threadpool_controller().select(user_api="blas")
             if not self._active:
-                self._original = controller.info()
+                self._original = _counts_outside_core_teams(controller.info())
                 self._ceiling = min((lib["num_threads"] for lib in self._original), default=count)
             self._active.append(count)
-            self._apply(lambda: controller.limit(limits=min(count, self._ceiling)))
+            limit = min(count, self._ceiling)
+            self._apply(lambda: controller.limit(limits=limit), limit)
 
     def leave(self, count):
         with self._lock:
             controller = _threadpool_controller().select(user_api="blas")
             self._active.remove(count)
             if self._active:
-                self._apply(lambda: controller.limit(limits=min(self._active[-1], self._ceiling)))
+                limit = min(self._active[-1], self._ceiling)
+                self._apply(lambda: controller.limit(limits=limit), limit)
             else:
-                original = self._original
-                self._apply(lambda: controller.limit(limits={lib["filepath"]: lib["num_threads"] for lib in original}))
+                original = {lib["filepath"]: lib["num_threads"] for lib in self._original}
+                self._apply(lambda: controller.limit(limits=original), _core_library_count(original))
 
     @staticmethod
-    def _apply(set_limits):
+    def _apply(set_limits, core_library_count):
         # threadpoolctl >= 3.8 lets only one "controlling" thread change OpenBLAS's process-wide pool and
         # silently ignores the others; the fits here take turns under the lock, so each takes control for its
         # change and hands it back.
@@ -95,6 +97,44 @@ class _BlasLimits:
         set_limits()
         if release is not None:
             release(force=True)
+        # The core's OpenMP teams running now (other fits) hold its BLAS at one thread and restore the count
+        # they found when they finish: this one, from now on.
+        if core_library_count is not None:
+            _core_module()._rebase_scoped_blas_threads(int(core_library_count))
+
+
+def _core_module():
+    from rkm import _core
+
+    return _core
+
+
+@functools.cache
+def _core_blas_library():
+    """The real path of the BLAS library whose thread count the core controls, or None."""
+    path = _core_module().config().get("blas_thread_control")
+    return os.path.realpath(path) if path else None
+
+
+def _core_library_count(counts_by_path):
+    """The count that ``counts_by_path`` (threadpoolctl file path -> threads) gives the core's BLAS, or None."""
+    library = _core_blas_library()
+    for path, count in counts_by_path.items():
+        if library is not None and os.path.realpath(path) == library:
+            return count
+    return None
+
+
+def _counts_outside_core_teams(libraries):
+    """threadpoolctl's info, with the count the core's running OpenMP teams will restore in place of the one
+    they hold its BLAS at (one thread) meanwhile."""
+    scoped = _core_module()._scoped_blas_threads()
+    library = _core_blas_library()
+    if not scoped or library is None:
+        return libraries
+    return [
+        {**lib, "num_threads": scoped} if os.path.realpath(lib["filepath"]) == library else lib for lib in libraries
+    ]
 
 
 def _openblas_controller_class():
