@@ -44,6 +44,11 @@ PARTS = ("limits", "kpca", "rbf", "nystrom", "matfree", "lssvm", "constr", "kae"
 KERNEL_DIMENSIONS = (64, 784)
 BAND = 4096  # rows and columns of the kernel band whose GEMM rate the floors use
 STREAM_BYTES = 2**30
+# OpenBLAS's idle threads spin for about a tenth of a second after each call before they sleep: timings that
+# alternate between backends wait that long first, so that one backend's spinning threads do not take the
+# cores of the next one's timed calls (the core's objective at N = 1000 took 10 ms right after the reference,
+# 5.5 ms alone).
+BLAS_SPIN_SECONDS = 0.3
 
 
 # ------------------------------------------------------------------------------------------------ machine limits
@@ -322,20 +327,14 @@ def matfree_table(rows):
     )
 
 
-def lssvm_data(n):
-    from lssvm_perf import make_data
-
-    return make_data(n)
-
-
 def measure_lssvm(n, n_threads, repeats, limits):
     """Alternating fits of rkm (float64, mixed precision) and KernelRidge at N = n; the mixed solution's distance."""
-    from lssvm_perf import GAMMA, LAM
+    from lssvm_perf import GAMMA, LAM, make_data
     from sklearn.kernel_ridge import KernelRidge
 
     from rkm import LSSVMRegressor
 
-    X, y = lssvm_data(n)
+    X, y = make_data(n)
     models = {
         "rkm": LSSVMRegressor(kernel="rbf", gamma=GAMMA, lam=LAM, solver="cholesky", n_threads=n_threads),
         "rkm_mixed": LSSVMRegressor(
@@ -403,8 +402,10 @@ def measure_constr(sizes, n_threads, repeats):
         H = random_point(n, sum(TABLE1_SIZES), random_state=0)
         times = {"core": [], "reference": []}
         for _ in range(repeats):
+            time.sleep(BLAS_SPIN_SECONDS)
             with blas_threads(1):
                 times["core"].append(median_seconds(lambda: core.evaluate(H), 1, calls=10))
+            time.sleep(BLAS_SPIN_SECONDS)
             with blas_threads(n_threads):
                 times["reference"].append(median_seconds(lambda: ref.evaluate(H), 1))
         rows.append({"n": n, **{name: float(np.median(t)) for name, t in times.items()}})

@@ -678,7 +678,7 @@ default="rbf"
         solution to float64 accuracy by conjugate gradients on the exact system, whose products recompute the
         kernel in float64 tiles (LAPACK dsposv's idea), falling back to a float64 factorization when the
         float32 one fails or the refinement stalls. Half the memory, and faster where the factorization
-        dominates: at N = 10 000 (d = 16) 1.6x faster than the float64 fit on 2 cores (float32 factorizes
+        dominates: at N = 10 000 (d = 16) 1.5x faster than the float64 fit on 2 cores (float32 factorizes
         1.7x faster; 2-3 refinement steps of 0.3 s each), while at N = 2000 the refinement costs more than
         it saves (bench/RESULTS.md, "Performance floor"). ``n_iter_`` counts the refinement steps.
     preconditioner : {"nystrom", "pivoted_cholesky", None}, default="pivoted_cholesky"
