@@ -46,8 +46,8 @@ ThreadControls& thread_controls();
 // While alive, BLAS runs on one thread (where its controls are known). The core's OpenMP teams call BLAS from
 // each of their threads: a multi-threaded BLAS nested in them makes the callers wait on one pool whose
 // threads spin on the cores the team needs (the matrix-free kernel product took 2.2x as long, N = 10 000,
-// 2 cores). for_each_item holds one around its items, whatever the team's size. The count is the process's: the
-// first scope to open records it and the last to close restores it, so overlapping scopes of concurrent
+// 2 cores). for_each_item holds one around its items, whatever the team's size. The count is the process's:
+// the first scope to open records it and the last to close restores it, so overlapping scopes of concurrent
 // calls leave it as they found it; meanwhile other threads' BLAS calls run single-threaded (slower, never
 // wrong). Construct outside parallel regions only.
 class SingleThreadedScope {

@@ -400,7 +400,7 @@ void kernel_matrix_into(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, 
   const Vector<double> &nx = values.x_norms(), &ny = values.y_norms();
 
   // Each thread builds whole bands of rows with its own cache-sized buffer and single-threaded GEMMs, so
-  // no BLAS thread pool competes with the OpenMP threads (the Python layer runs BLAS on one thread here).
+  // no BLAS thread pool competes with the OpenMP threads (for_each_item holds BLAS at one thread).
   // A band goes a chunk of columns at a time, the chunk (kBandBytes) staying in cache from the GEMM to the
   // transform. Each GEMM packs its chunk of Y once for all the band's rows: with bands of 32 rows that
   // packing took as long as the multiplication itself (d = 64), so bands take up to 256 rows, fewer when
