@@ -387,11 +387,10 @@ def lssvm_table(row):
 
 def measure_constr(sizes, n_threads, repeats):
     """Objective and gradient per N (core with one BLAS thread, reference with n_threads) and the PG solve."""
-    from _common import TABLE1_SIZES, TABLE1_TOL
+    from _common import TABLE1_SIZES, TABLE1_TOL, blas_threads
     from constr_drkm_perf import digits, table1_objective
 
     from rkm import _core
-    from rkm._utils.threads import blas_threads
     from rkm.reference.stiefel import stiefel_minimize
     from rkm.stiefel import random_point
 
