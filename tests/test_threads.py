@@ -96,10 +96,9 @@ def test_n_threads_never_raises_blas_above_the_process_limit():
 def _core_blas_count():
     from threadpoolctl import threadpool_info
 
-    from rkm._utils.threads import _core_blas_library
+    from rkm._utils.threads import is_core_blas_library
 
-    library = _core_blas_library()
-    counts = [lib["num_threads"] for lib in threadpool_info() if os.path.realpath(lib["filepath"]) == library]
+    counts = [lib["num_threads"] for lib in threadpool_info() if is_core_blas_library(lib["filepath"])]
     return counts[0] if counts else None
 
 

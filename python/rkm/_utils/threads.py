@@ -116,25 +116,24 @@ def _core_blas_library():
     return os.path.realpath(path) if path else None
 
 
+def is_core_blas_library(path):
+    """Whether the BLAS library at ``path`` (a threadpoolctl file path) is the one whose count the core controls."""
+    library = _core_blas_library()
+    return library is not None and os.path.realpath(path) == library
+
+
 def _core_library_count(counts_by_path):
     """The count that ``counts_by_path`` (threadpoolctl file path -> threads) gives the core's BLAS, or None."""
-    library = _core_blas_library()
-    for path, count in counts_by_path.items():
-        if library is not None and os.path.realpath(path) == library:
-            return count
-    return None
+    return next((count for path, count in counts_by_path.items() if is_core_blas_library(path)), None)
 
 
 def _counts_outside_core_teams(libraries):
     """threadpoolctl's info, with the count the core's running OpenMP teams will restore in place of the one
     they hold its BLAS at (one thread) meanwhile."""
     scoped = _core_module()._scoped_blas_threads()
-    library = _core_blas_library()
-    if not scoped or library is None:
+    if not scoped:
         return libraries
-    return [
-        {**lib, "num_threads": scoped} if os.path.realpath(lib["filepath"]) == library else lib for lib in libraries
-    ]
+    return [{**lib, "num_threads": scoped} if is_core_blas_library(lib["filepath"]) else lib for lib in libraries]
 
 
 def _openblas_controller_class():
