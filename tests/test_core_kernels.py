@@ -139,6 +139,25 @@ def test_the_core_exp_and_cos_match_numpy_elementwise(isa):
     assert _core.vector_exp(np.ones((3, 4))).shape == (3, 4)
 
 
+def test_the_avx512_and_avx2_transcendentals_agree_bit_for_bit(rng):
+    # One algorithm, two vector widths: the same operations on every lane, so the same bits.
+    if _core.config()["simd_isa"] != "avx512":
+        pytest.skip("this CPU has no AVX-512")
+    x = np.concatenate([rng.uniform(-800, 800, 10_001), [np.nan, np.inf, -np.inf, -750.0, 710.0]])
+    y = rng.uniform(-2e5, 2e5, 10_003)
+    X = rng.normal(size=(301, 17))
+    results = {}
+    try:
+        for level in ("avx512", "avx2"):
+            _core.set_simd_isa(level)
+            with np.errstate(over="ignore", invalid="ignore"):
+                results[level] = (_core.vector_exp(x), _core.vector_cos(y), _core.kernel_matrix(X, None, "rbf", 0.1))
+    finally:
+        _core.set_simd_isa("auto")
+    for wide, narrow in zip(results["avx512"], results["avx2"]):
+        np.testing.assert_array_equal(wide, narrow)
+
+
 def test_kernel_matrix_rejects_unknown_kernel(rng):
     with pytest.raises(ValueError, match="kernel"):
         _core.kernel_matrix(rng.normal(size=(3, 2)), None, "sigmoid")

@@ -102,10 +102,26 @@ def test_core_version_matches_package():
     assert _core.config()["version"] == rkm.__version__
 
 
-def test_baseline_isa_is_reported_and_unknown_isa_rejected(isa):
-    assert _core.config()["simd_isa"] == "baseline" or isa == "auto"
-    with pytest.raises(ValueError, match="isa"):
-        _core.set_simd_isa("avx512")
+def test_chosen_isa_is_reported_and_unknown_isa_rejected(isa):
+    assert _core.config()["simd_isa"] == isa or isa == "auto"
+    with pytest.raises(ValueError, match="isa: must be"):
+        _core.set_simd_isa("avx1024")
+
+
+def test_an_isa_beyond_the_cpu_is_refused_and_changes_nothing():
+    levels = ["baseline", "avx2", "avx512"]
+    best = _core.config()["simd_isa"]
+    try:
+        for level in levels[levels.index(best) + 1 :]:
+            with pytest.raises(ValueError, match=f"isa: this CPU cannot run '{level}'"):
+                _core.set_simd_isa(level)
+            assert _core.config()["simd_isa"] == best
+        for level in levels[: levels.index(best) + 1]:
+            _core.set_simd_isa(level)
+            assert _core.config()["simd_isa"] == level
+    finally:
+        _core.set_simd_isa("auto")
+    assert _core.config()["simd_isa"] == best
 
 
 def _interrupt_after_ready(body, seconds=1.0):

@@ -572,13 +572,15 @@ def test_stopping_rule_reads_the_best_objective_so_far():
 
 def test_tolerance_is_relative_to_the_data_scale():
     # Scaling X by c scales the distortion by c^2 and the stopping threshold with it: with lam = 0 for the
-    # hidden layer (the only term that does not scale) both fits stop at the same minimum (their paths part only
-    # by rounding).
+    # hidden layer (the only term that does not scale) both fits stop by the same rule near the same minimum.
+    # Their paths part by rounding, and where they part depends on the CPU's BLAS kernels: the stop points were
+    # 0.05% apart in objective on one machine, 0.35% on another (AVX-512 kernels). A threshold that did not
+    # scale would stop the scaled fit far from the other (about 1e6 times looser or tighter).
     X = _toy("clusters", 80, 0)
     a = KernelAutoencoder(lam=[0.0, 1e-3], random_state=0).fit(X)
     b = KernelAutoencoder(lam=[0.0, 1e-3], random_state=0).fit(X * 1e3)
     assert a.converged_ and b.converged_ and abs(a.n_iter_ - b.n_iter_) <= 0.1 * a.n_iter_
-    assert b.objective_ == pytest.approx(1e6 * a.objective_, rel=1e-3)
+    assert b.objective_ == pytest.approx(1e6 * a.objective_, rel=1e-2)
 
 
 def test_tolerance_is_not_relative_to_the_objective():

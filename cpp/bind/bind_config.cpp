@@ -139,12 +139,16 @@ void bind_config(py::module_& m) {
   m.def(
       "set_simd_isa",
       [](const std::string& name) {
-        if (name != "auto" && name != "baseline") throw std::invalid_argument("isa: must be 'auto' or 'baseline'");
-        force_baseline_isa(name == "baseline");
+        if (name == "auto") return cap_simd_isa(cpu_isa());
+        for (SimdIsa level : {SimdIsa::baseline, SimdIsa::avx2, SimdIsa::avx512}) {
+          if (name == isa_name(level)) return cap_simd_isa(level);
+        }
+        throw std::invalid_argument("isa: must be 'auto', 'avx512', 'avx2' or 'baseline'");
       },
       py::arg("isa"),
-      "SIMD code of the streaming products and the kernel transforms: 'auto' (AVX2/FMA where the CPU has it) or "
-      "'baseline' (SSE2 on x86-64).");
+      "SIMD code of the streaming products and the kernel transforms: 'auto' (the best the CPU runs), or at most "
+      "'avx512' (AVX-512F/DQ: the vector exp, cos and rbf transform), 'avx2' (AVX2/FMA) or 'baseline' (SSE2 on "
+      "x86-64). A level the CPU cannot run raises ValueError.");
 }
 
 }  // namespace rkm::bind

@@ -330,20 +330,20 @@ KernelBlocks<T>::KernelBlocks(const ConstMatrixRef<T>& X, const ConstMatrixRef<T
       float_products_(float_products && std::is_same_v<T, float> && spec.type == KernelType::rbf) {
   const bool shifted = spec.type == KernelType::rbf;
   const Eigen::RowVectorXd shift = shifted ? X.template cast<double>().colwise().mean() : Eigen::RowVectorXd();
-  x_ = to_double<T>(X, shift, shifted);
-  prepare_set(x_, x_float_, nx_);
+  prepare_set(X, shift, shifted, x_, x_float_, nx_);
   if (symmetric_) return;
-  y_ = to_double<T>(*Y, shift, shifted);
-  prepare_set(y_, y_float_, ny_);
+  prepare_set(*Y, shift, shifted, y_, y_float_, ny_);
 }
 
 template <typename T>
-void KernelBlocks<T>::prepare_set(const RowMatrix<double>& set, RowMatrix<float>& rounded, Vector<double>& norms) {
+void KernelBlocks<T>::prepare_set(const ConstMatrixRef<T>& set, const Eigen::RowVectorXd& shift, bool shifted,
+                                  RowMatrix<double>& exact, RowMatrix<float>& rounded, Vector<double>& norms) {
   if (!float_products_) {
-    norms = set.rowwise().squaredNorm();
+    exact = to_double<T>(set, shift, shifted);
+    norms = exact.rowwise().squaredNorm();
     return;
   }
-  rounded = set.template cast<float>();
+  rounded = (set.template cast<double>().rowwise() - shift).template cast<float>();
   norms = rounded.template cast<double>().rowwise().squaredNorm();
 }
 

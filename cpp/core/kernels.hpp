@@ -98,10 +98,11 @@ class KernelBlocks {
   KernelBlocks(const ConstMatrixRef<T>& X, const ConstMatrixRef<T>* Y, const KernelSpec& spec,
                bool float_products = false);
 
-  Eigen::Index rows() const { return x_.rows(); }
-  Eigen::Index cols() const { return symmetric_ ? x_.rows() : y_.rows(); }
+  Eigen::Index rows() const { return nx_.size(); }
+  Eigen::Index cols() const { return symmetric_ ? nx_.size() : ny_.size(); }
   bool symmetric() const { return symmetric_; }
   const KernelSpec& spec() const { return spec_; }
+  // The sets in double; empty with float products, whose inner products need only the rounded sets.
   const RowMatrix<double>& x() const { return x_; }
   const RowMatrix<double>& y() const { return symmetric_ ? x_ : y_; }
   const Vector<double>& x_norms() const { return nx_; }
@@ -118,13 +119,15 @@ class KernelBlocks {
   void block(Eigen::Index r0, Eigen::Index c0, MatrixRef<double> out, ValueFlags& flags) const;
 
  private:
-  // The squared norms of a set's rows, and with float products its rounded copy (the norms are then its own).
-  void prepare_set(const RowMatrix<double>& set, RowMatrix<float>& rounded, Vector<double>& norms);
+  // A set (shifted when `shifted`) in double, or with float products rounded to float, and the squared norms of
+  // its rows (of the rounded rows with float products, so that a point's distance to itself stays 0).
+  void prepare_set(const ConstMatrixRef<T>& set, const Eigen::RowVectorXd& shift, bool shifted,
+                   RowMatrix<double>& exact, RowMatrix<float>& rounded, Vector<double>& norms);
 
   KernelSpec spec_;
   bool symmetric_, float_products_;
-  RowMatrix<double> x_, y_;
-  RowMatrix<float> x_float_, y_float_;  // the rounded sets of float_products (else empty)
+  RowMatrix<double> x_, y_;             // without float products (else empty)
+  RowMatrix<float> x_float_, y_float_;  // with float products (else empty)
   Vector<double> nx_, ny_;
 };
 

@@ -2,9 +2,14 @@
 
 #include "core/isa.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#ifdef RKM_HAVE_AVX2_DISPATCH
+#include <immintrin.h>
+#endif
 
 namespace rkm {
 
@@ -12,21 +17,60 @@ namespace {
 
 using Eigen::Index;
 
+// The SIMD code below passes vectors only between inlined functions, which end up inside the *_avx2 and
+// *_avx512 functions of their target: no such vector crosses a call, so GCC's -Wpsabi note that passing one
+// "changes the ABI" does not apply. Not popped: GCC reports the templates' instances at the end of the file.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// Comparisons and selects on vectors of VectorBytes / 8 doubles. GCC's vector extensions lower them well for
+// 16 and 32 bytes, but (GCC 12) compile comparisons of 64-byte vectors lane by lane, which made the AVX-512
+// exp twice as slow as the AVX2 one; the 64-byte lanes use AVX-512's mask registers instead.
+template <int VectorBytes>
+struct Lanes {
+  typedef double V __attribute__((vector_size(VectorBytes)));
+  typedef std::int64_t Mask __attribute__((vector_size(VectorBytes)));
+  __attribute__((always_inline)) static Mask less(V a, double b) { return a < b; }
+  __attribute__((always_inline)) static Mask greater(V a, double b) { return a > b; }
+  __attribute__((always_inline)) static Mask either(Mask a, Mask b) { return a | b; }
+  __attribute__((always_inline)) static V select(Mask m, V if_set, V otherwise) { return m ? if_set : otherwise; }
+};
+
+#ifdef RKM_HAVE_AVX2_DISPATCH
+template <>
+struct Lanes<64> {
+  typedef double V __attribute__((vector_size(64)));
+  typedef __mmask8 Mask;
+  __attribute__((target("avx512f"))) static Mask less(V a, double b) {
+    return _mm512_cmp_pd_mask(__m512d(a), _mm512_set1_pd(b), _CMP_LT_OQ);
+  }
+  __attribute__((target("avx512f"))) static Mask greater(V a, double b) {
+    return _mm512_cmp_pd_mask(__m512d(a), _mm512_set1_pd(b), _CMP_GT_OQ);
+  }
+  static Mask either(Mask a, Mask b) { return a | b; }
+  __attribute__((target("avx512f"))) static V select(Mask m, V if_set, V otherwise) {
+    return V(_mm512_mask_blend_pd(m, __m512d(otherwise), __m512d(if_set)));
+  }
+};
+#endif
+
 // exp of one vector of L doubles. Range reduction x = k ln2 + r with |r| <= ln2 / 2 (k by the
 // round-to-nearest of adding 1.5 * 2^52, whose low mantissa bits then hold k; ln2 split in two so that
 // k * ln2_hi is exact), a degree-13 Taylor polynomial for exp(r) (its truncation error is below 2^-58
 // on that interval), and the scaling by 2^k built from exponent bits.
 template <int VectorBytes>
 __attribute__((always_inline)) inline void exp_vector(const double* x, double* out) {
-  typedef double V __attribute__((vector_size(VectorBytes)));
+  using L = Lanes<VectorBytes>;
+  typedef typename L::V V;
   typedef std::int64_t I __attribute__((vector_size(VectorBytes)));
   constexpr double kShifter = 0x1.8p52, kLog2e = 1.4426950408889634, kLn2Hi = 6.93145751953125e-1,
                    kLn2Lo = 1.42860682030941723212e-6;
   V v;
   std::memcpy(&v, x, sizeof v);
   // exp underflows to 0 below the first bound and overflows above the second; clamp so the bits stay sane.
-  const I zero = v < -745.2, big = v > 709.79;
-  v = (zero | big) ? V{} : v;
+  const typename L::Mask zero = L::less(v, -745.2), big = L::greater(v, 709.79);
+  v = L::select(L::either(zero, big), V{}, v);
   V kd = v * kLog2e + kShifter;
   I k_bits, half_bits;
   std::memcpy(&k_bits, &kd, sizeof kd);
@@ -54,7 +98,7 @@ __attribute__((always_inline)) inline void exp_vector(const double* x, double* o
   std::memcpy(&first, &first_bits, sizeof first);
   std::memcpy(&second, &second_bits, sizeof second);
   p = p * first * second;
-  p = zero ? V{} : big ? V{} + __builtin_inf() : p;
+  p = L::select(zero, V{}, L::select(big, V{} + __builtin_inf(), p));
   std::memcpy(out, &p, sizeof p);
 }
 
@@ -73,12 +117,13 @@ __attribute__((always_inline)) inline void exp_array(const double* x, double* ou
 template <int VectorBytes>
 __attribute__((always_inline)) inline void rbf_vector(const double* g, double nx, const double* ny, double gamma,
                                                       double* out) {
-  typedef double V __attribute__((vector_size(VectorBytes)));
+  using L = Lanes<VectorBytes>;
+  typedef typename L::V V;
   V gv, nyv;
   std::memcpy(&gv, g, sizeof gv);
   std::memcpy(&nyv, ny, sizeof nyv);
   V distance = nx + nyv - 2.0 * gv;
-  distance = distance < 0.0 ? V{} : distance;  // rounding can make it slightly negative; NaN stays
+  distance = L::select(L::less(distance, 0.0), V{}, distance);  // rounding can make it slightly negative; NaN stays
   const V exponent = -gamma * distance;
   double buffer[VectorBytes / sizeof(double)];
   std::memcpy(buffer, &exponent, sizeof exponent);
@@ -128,9 +173,18 @@ __attribute__((always_inline)) inline void cos_vector(const double* x, double* o
                                 z * (2.48015872894767294178e-05 +
                                      z * (-2.75573143513906633035e-07 +
                                           z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
-  const I quadrant = k_bits & 3;
-  V result = (quadrant & 1) == 0 ? cos_r : sin_r;
-  result = ((quadrant == 1) | (quadrant == 2)) ? -result : result;
+  // By the bits of k mod 4, without comparisons (see Lanes): sin r for odd k, and the sign flipped for k mod 4
+  // in {1, 2}, where (k + 1) & 2 is set.
+  typedef std::uint64_t U __attribute__((vector_size(VectorBytes)));
+  U quadrant, cos_bits, sin_bits;
+  std::memcpy(&quadrant, &k_bits, sizeof k_bits);
+  std::memcpy(&cos_bits, &cos_r, sizeof cos_r);
+  std::memcpy(&sin_bits, &sin_r, sizeof sin_r);
+  const U odd = -(quadrant & 1);
+  U bits = (sin_bits & odd) | (cos_bits & ~odd);
+  bits ^= ((quadrant + 1) & 2) << 62;
+  V result;
+  std::memcpy(&result, &bits, sizeof bits);
   std::memcpy(out, &result, sizeof result);
 }
 
@@ -138,6 +192,15 @@ template <int VectorBytes>
 __attribute__((always_inline)) inline void cos_array(const double* x, double* out, Index n) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
   constexpr double kLargest = 1e5;  // beyond it the reduction loses accuracy
+  // Lane by lane, so that an element's result never depends on its neighbours or on the vector width: the
+  // vector code for every lane, then std::cos for the lanes it cannot serve.
+  const auto cos_lanes = [](const double* x, double* out, Index m) {
+    double in[L] = {};
+    std::memcpy(in, x, static_cast<size_t>(m) * sizeof(double));  // a copy: out may be x
+    double result[L];
+    cos_vector<VectorBytes>(in, result);
+    for (Index j = 0; j < m; ++j) out[j] = std::abs(in[j]) < kLargest ? result[j] : std::cos(in[j]);  // NaN too
+  };
   Index i = 0;
   for (; i + L <= n; i += L) {
     bool ordinary = true;
@@ -145,10 +208,10 @@ __attribute__((always_inline)) inline void cos_array(const double* x, double* ou
     if (ordinary) {
       cos_vector<VectorBytes>(x + i, out + i);
     } else {
-      for (Index j = 0; j < L; ++j) out[i + j] = std::cos(x[i + j]);
+      cos_lanes(x + i, out + i, L);
     }
   }
-  for (; i < n; ++i) out[i] = std::cos(x[i]);
+  if (i < n) cos_lanes(x + i, out + i, n - i);
 }
 
 void exp_baseline(const double* x, double* out, Index n) { exp_array<16>(x, out, n); }
@@ -172,12 +235,29 @@ __attribute__((target("avx2,fma"))) void rbf_avx2(const double* g, double nx, co
                                                    double* out, Index n) {
   rbf_array<32>(g, nx, ny, gamma, out, n);
 }
+
+// flatten: GCC inlines a target function (Lanes<64>'s) only into a caller of that target, and the templates
+// between them have none; flattening inlines the whole tree into this function at once.
+__attribute__((target("avx512f,avx512dq,fma"), flatten)) void exp_avx512(const double* x, double* out, Index n) {
+  exp_array<64>(x, out, n);
+}
+
+__attribute__((target("avx512f,avx512dq,fma"), flatten)) void cos_avx512(const double* x, double* out, Index n) {
+  cos_array<64>(x, out, n);
+}
+
+__attribute__((target("avx512f,avx512dq,fma"), flatten)) void rbf_avx512(const double* g, double nx,
+                                                                         const double* ny, double gamma,
+                                                                         double* out, Index n) {
+  rbf_array<64>(g, nx, ny, gamma, out, n);
+}
 #endif
 
 }  // namespace
 
 void vector_exp(const double* x, double* out, Index n) {
 #ifdef RKM_HAVE_AVX2_DISPATCH
+  if (use_avx512()) return exp_avx512(x, out, n);
   if (use_avx2()) return exp_avx2(x, out, n);
 #endif
   exp_baseline(x, out, n);
@@ -185,6 +265,7 @@ void vector_exp(const double* x, double* out, Index n) {
 
 void vector_rbf(const double* g, double nx, const double* ny, double gamma, double* out, Index n) {
 #ifdef RKM_HAVE_AVX2_DISPATCH
+  if (use_avx512()) return rbf_avx512(g, nx, ny, gamma, out, n);
   if (use_avx2()) return rbf_avx2(g, nx, ny, gamma, out, n);
 #endif
   rbf_baseline(g, nx, ny, gamma, out, n);
@@ -192,6 +273,7 @@ void vector_rbf(const double* g, double nx, const double* ny, double gamma, doub
 
 void vector_cos(const double* x, double* out, Index n) {
 #ifdef RKM_HAVE_AVX2_DISPATCH
+  if (use_avx512()) return cos_avx512(x, out, n);
   if (use_avx2()) return cos_avx2(x, out, n);
 #endif
   cos_baseline(x, out, n);

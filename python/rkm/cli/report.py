@@ -73,12 +73,13 @@ def _heading_level(line):
 
 
 def provenance(script, n_threads):
-    """The line that opens a section written by a bench/ script: its command line, the date, the machine,
-    the thread count and the versions."""
+    """The line that opens a section written by a bench/ script: its command line, the date, the machine (with
+    the SIMD code the core runs there), the thread count and the versions."""
     info = config()
     options = " " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""
     return (
-        f"Written by `python {script}{options}` on {datetime.date.today().isoformat()}: {platform.machine()}, "
+        f"Written by `python {script}{options}` on {datetime.date.today().isoformat()}: {platform.machine()} "
+        f"({info['simd_isa']} code), "
         f"{os.cpu_count()} cores, {n_threads} threads (OpenMP and BLAS), rkm {info['version']} "
         f"({info['compiler']}), NumPy {np.__version__}."
     )
