@@ -406,7 +406,8 @@ class Nystroem(ExplicitFeatureMap):
         """(w_r, U_r diag(w_r)^{-1/2}) from the eigenpairs of K above its rounding level, w_r descending."""
         eps = np.finfo(K.dtype).eps
         with blas_threads(thread_count(n_threads)):
-            w, U = scipy.linalg.eigh(K.astype(np.float64), overwrite_a=True, check_finite=False)
+            # all pairs: divide and conquer (evd) took 24-26 ms at m = 500 where the default (evr) took 35-68
+            w, U = scipy.linalg.eigh(K.astype(np.float64), overwrite_a=True, check_finite=False, driver="evd")
         w, U = w[::-1], U[:, ::-1]
         rounding = K.shape[0] * eps * max(w[0], 0.0)
         if w[-1] < -max(rounding, 1e-5 * w[0]):
