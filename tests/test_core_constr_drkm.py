@@ -59,6 +59,16 @@ def test_constr_drkm_core_matches_the_reference(n_levels, n, kernel, center):
     assert_relatively_close(core_terms, terms, rtol=1e-12)
 
 
+def test_constr_drkm_rbf_levels_match_the_reference_with_every_simd_code(isa):
+    # The rbf levels' fused tiles have a version per SIMD level (AVX-512, AVX2, SSE2).
+    K1, level_kernels, sizes, etas = _constr_problem(600, 3, "rbf")
+    H = _constr_point(600, sum(sizes), 1)
+    f, G, _ = constr_reference.constr_drkm_objective(H, K1, level_kernels, sizes, etas, True)
+    core_f, core_G, _ = _core.ConstrainedDeepObjective(K1, level_kernels, sizes, etas, True).evaluate(H)
+    assert abs(core_f - f) <= 1e-12 * abs(f)
+    assert_relatively_close(core_G, G, rtol=1e-12)
+
+
 def _constr_fd_problem(kernel, center):
     K1, _, sizes, etas = _constr_problem(30, 3, "rbf", seed=2)
     level_kernels = [CONSTR_LEVEL_KERNELS[kernel], CONSTR_LEVEL_KERNELS["rbf" if kernel != "rbf" else "poly"]]
