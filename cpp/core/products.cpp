@@ -149,30 +149,8 @@ __attribute__((target("avx2,fma"))) void transposed_tile_avx2(const T* A, Index 
   symmetric_tile<T, 32, false>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
 }
 
-// AVX-512, for blocks of one vector's width (b == 64 / sizeof(T)) with kWideSymmetricRows-row symmetric
-// tiles, or wider blocks with the usual tiles. Either way each element's sums run in the order of the AVX2
-// code's for the general tiles; the wide symmetric tiles add kWideSymmetricRows rows' terms to y_j at once.
-template <typename T>
-__attribute__((target("avx512f,fma"))) void thin_tile_avx512(const T* A, Index lda, const T* X, Index ldx, T* Y,
-                                                            Index ldy, Index r0, Index j0, Index j1, Index b) {
-  thin_tile<T, 64>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
-}
-
-template <typename T>
-__attribute__((target("avx512f,fma"))) void symmetric_tile_avx512(const T* A, Index lda, const T* X, Index ldx,
-                                                                 T* Y, Index ldy, Index r0, Index j0, Index j1,
-                                                                 Index b) {
-  symmetric_tile<T, 64, true>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
-}
-
-template <typename T>
-__attribute__((target("avx512f,fma"))) void transposed_tile_avx512(const T* A, Index lda, const T* X, Index ldx,
-                                                                  T* Y, Index ldy, Index r0, Index j0, Index j1,
-                                                                  Index b) {
-  symmetric_tile<T, 64, false>(A, lda, X, ldx, Y, ldy, r0, j0, j1, b);
-}
-
-// One-vector tiles of VectorBytes (64: a zmm; 32: a ymm, with AVX-512VL's 32 registers) with the wide rows.
+// AVX-512's 32 registers for symmetric and transposed tiles of kWideSymmetricRows rows and one vector of
+// VectorBytes (64: a zmm; 32: a ymm, which AVX-512VL gives 32 registers too).
 template <typename T, int VectorBytes>
 __attribute__((target("avx512f,avx512vl,fma"))) void wide_symmetric_tile_avx512(const T* A, Index lda, const T* X,
                                                                                Index ldx, T* Y, Index ldy,
@@ -199,21 +177,19 @@ struct TileKernels {
   Index width, symmetric_rows;
 };
 
-// The tile kernels for this CPU, for blocks of b columns: AVX-512's vectors only where b fills one, since
-// narrower blocks would be padded to its width and gain nothing; its registers also for blocks of half that.
+// The tile kernels for this CPU, for blocks of b columns: the wide symmetric tiles where AVX-512 runs and b
+// fills one zmm or one ymm (the blocks of the eigensolver); the general tiles stay AVX2's, whose width (two
+// ymm) pads such blocks no further.
 template <typename T>
 TileKernels<T> tile_kernels(Index b) {
-  constexpr Index lanes = 64 / static_cast<Index>(sizeof(T));  // of an AVX-512 vector
+  constexpr Index lanes = 64 / static_cast<Index>(sizeof(T));  // of a zmm
 #ifdef RKM_HAVE_AVX2_DISPATCH
   if (use_avx512() && b == lanes)
-    return {&thin_tile_avx512<T>, &wide_symmetric_tile_avx512<T, 64>, &wide_transposed_tile_avx512<T, 64>,
-            2 * lanes, kWideSymmetricRows};
-  if (use_avx512() && b == lanes / 2)  // the AVX2 width, with the wide rows in AVX-512's registers
+    return {&thin_tile_avx2<T>, &wide_symmetric_tile_avx512<T, 64>, &wide_transposed_tile_avx512<T, 64>, lanes,
+            kWideSymmetricRows};
+  if (use_avx512() && b == lanes / 2)
     return {&thin_tile_avx2<T>, &wide_symmetric_tile_avx512<T, 32>, &wide_transposed_tile_avx512<T, 32>, lanes,
             kWideSymmetricRows};
-  if (use_avx512() && b > lanes)
-    return {&thin_tile_avx512<T>, &symmetric_tile_avx512<T>, &transposed_tile_avx512<T>, 2 * lanes,
-            kSymmetricRows};
   if (use_avx2())
     return {&thin_tile_avx2<T>, &symmetric_tile_avx2<T>, &transposed_tile_avx2<T>, lanes, kSymmetricRows};
 #endif

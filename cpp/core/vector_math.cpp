@@ -2,7 +2,6 @@
 
 #include "core/isa.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
