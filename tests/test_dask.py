@@ -321,3 +321,136 @@ def test_kernel_pca_on_dask_resolves_auto_to_matrix_free_and_refuses_dense(X):
         rkm.KernelPCA(n_components=2, kernel_storage="dense").fit(as_dask(X))
     with pytest.raises(ValueError, match="^The 'n_components' parameter of Nystroem"):
         rkm.KernelPCA(n_components=2, feature_map=Nystroem(n_components=0)).fit(as_dask(X))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# End to end: the LS-SVMs on Dask arrays equal their in-memory fits
+
+
+@pytest.fixture(scope="module")
+def targets(X):
+    rng = np.random.default_rng(11)
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=N_SAMPLES)
+    return y, rng.uniform(0.2, 2.0, N_SAMPLES)
+
+
+def as_dask_rows(v, row_chunks=ROW_CHUNKS):
+    return da.from_array(v, chunks=(row_chunks,) + ((v.shape[1],) if v.ndim == 2 else ()))
+
+
+LSSVM_MAPS = {
+    "nystroem": lambda: Nystroem(n_components=60, gamma=0.2, random_state=0),
+    "rff": lambda: RandomFourierFeatures(n_components=80, gamma=0.2, random_state=0),
+    "linear": lambda: "linear",
+}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name", sorted(LSSVM_MAPS))
+def test_lssvm_regressor_primal_on_dask_equals_in_memory(client, X, targets, name, weighted):
+    y, weights = targets
+    weights = weights if weighted else None
+    expected = rkm.LSSVMRegressor(feature_map=LSSVM_MAPS[name](), lam=1e-2).fit(X, y, sample_weight=weights)
+    dw = None if weights is None else as_dask_rows(weights)
+    model = rkm.LSSVMRegressor(feature_map=LSSVM_MAPS[name](), lam=1e-2).fit(as_dask(X), as_dask_rows(y), dw)
+    assert model.solver_ == "primal" and model.n_features_in_ == N_FEATURES
+    assert_close_to_scale(model.coef_, expected.coef_, 1e-10)
+    assert_close_to_scale(model.intercept_ + 1.0, expected.intercept_ + 1.0, 1e-10)
+    predicted = model.predict(as_dask(X[:150], row_chunks=(100, 0, 50)))
+    assert dask_arrays.is_dask_array(predicted) and predicted.shape == (150,)
+    assert_close_to_scale(predicted.compute(), expected.predict(X[:150]), 1e-10)
+
+
+def test_lssvm_multi_output_with_targets_in_memory(client, X, targets):
+    Y = np.column_stack([targets[0], X[:, 2]])
+    fm = RandomFourierFeatures(n_components=50, random_state=1)
+    expected = rkm.LSSVMRegressor(feature_map=fm, fit_intercept=False).fit(X, Y)
+    model = rkm.LSSVMRegressor(feature_map=fm, fit_intercept=False).fit(as_dask(X), Y)
+    assert_close_to_scale(model.coef_, expected.coef_, 1e-10)
+    assert model.predict(as_dask(X)).shape == (N_SAMPLES, 2)
+
+
+def test_lssvm_cg_on_dask_runs_the_kernel_products_as_tasks(client, X, targets):
+    y, weights = targets
+    params = dict(gamma=0.2, lam=1e-2, tol=1e-10, random_state=0)
+    expected = rkm.LSSVMRegressor(solver="cg", **params).fit(X, y, sample_weight=weights)
+    model = rkm.LSSVMRegressor(**params).fit(as_dask(X), as_dask_rows(y), sample_weight=as_dask_rows(weights))
+    assert model.solver_ == "cg" and model.n_iter_ == expected.n_iter_
+    assert_close_to_scale(model.dual_coef_, expected.dual_coef_, 1e-8)
+    assert_close_to_scale(model.predict(as_dask(X)).compute(), expected.predict(X), 1e-8)
+    assert_array_equal(model.X_fit_, X)
+
+
+@pytest.mark.parametrize("params", [dict(feature_map=Nystroem(n_components=50, random_state=0)), dict(gamma=0.3)])
+def test_lssvm_classifier_on_dask_equals_in_memory(client, X, params):
+    y = np.where(X[:, 0] + X[:, 1] > 0.5, "up", np.where(X[:, 2] > 0, "left", "down"))
+    expected = rkm.LSSVMClassifier(tol=1e-10, **params).fit(X, y)
+    model = rkm.LSSVMClassifier(tol=1e-10, **params).fit(as_dask(X), as_dask_rows(y))
+    assert_array_equal(model.classes_, ["down", "left", "up"])
+    if model.solver_ != "primal":
+        assert_close_to_scale(model.H_, expected.H_, 1e-8)
+    scores = model.decision_function(as_dask(X))
+    assert scores.shape == (N_SAMPLES, 3)
+    assert_close_to_scale(scores.compute(), expected.decision_function(X), 1e-8)
+    assert_array_equal(model.predict(as_dask(X)).compute(), expected.predict(X))
+
+
+def test_lssvm_on_a_dask_dataframe_keeps_the_feature_names(client, X, targets):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(N_FEATURES)])
+    ddf = dd.from_pandas(frame, npartitions=3)
+    series = dd.from_pandas(pd.Series(targets[0]), npartitions=3)
+    fm = RandomFourierFeatures(n_components=40, random_state=2)
+    model = rkm.LSSVMRegressor(feature_map=fm).fit(ddf, series)
+    expected = rkm.LSSVMRegressor(feature_map=fm).fit(frame, targets[0])
+    assert_array_equal(model.feature_names_in_, expected.feature_names_in_)
+    assert_close_to_scale(model.coef_, expected.coef_, 1e-10)
+    assert_close_to_scale(model.predict(ddf).compute(), expected.predict(frame), 1e-10)
+    with pytest.raises(ValueError, match="^X: the feature names should match"):
+        model.predict(ddf.rename(columns={"x0": "z"}))
+
+
+class FunctionTransformerLike:
+    """A transformer that is not one of rkm's explicit feature maps."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return X
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (rkm.LSSVMRegressor(solver="cholesky"), "^solver: 'cholesky' needs the data in memory"),
+        (rkm.LSSVMRegressor(kernel="precomputed"), "^kernel: a Dask fit evaluates a named kernel"),
+        (rkm.LSSVMRegressor(loo=True, solver="cg"), "^loo: the closed-form leave-one-out residuals need the data"),
+        (rkm.LSSVMRegressor(robust="hampel"), "^robust: the reweighted refits need the data in memory"),
+        (rkm.LSSVMRegressor(device="cuda"), "^device: a Dask fit runs on the workers' CPUs"),
+        (rkm.LSSVMRegressor(feature_map=FunctionTransformerLike()), "^feature_map: a Dask fit streams rkm's"),
+        (rkm.LSSVMClassifier(probability=True), "^probability: Platt scaling's internal cross-validation"),
+    ],
+)
+def test_lssvm_on_dask_refuses_what_needs_memory(X, model, message):
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=message):
+        model.fit(as_dask(X), y)
+
+
+def test_lssvm_on_dask_checks_its_inputs(X, targets):
+    import dask
+
+    y = targets[0]
+    model = rkm.LSSVMRegressor(feature_map="linear")
+    with pytest.raises(ValueError, match="^y: has 10 rows, but X has 400"):
+        model.fit(as_dask(X), y[:10])
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match="^y: contains NaN or infinity"):
+            model.fit(as_dask(X), np.where(np.arange(N_SAMPLES) == 7, np.nan, y))
+        with pytest.raises(ValueError, match="^sample_weight: must hold non-negative finite numbers"):
+            model.fit(as_dask(X), y, sample_weight=-np.ones(N_SAMPLES))
+        model.fit(as_dask(X), y)
+    with pytest.raises(ValueError, match="^X: has 5 features, but LSSVMRegressor is expecting 6"):
+        model.predict(da.from_array(X[:, :5], chunks=(ROW_CHUNKS, 5)))

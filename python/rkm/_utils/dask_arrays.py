@@ -148,9 +148,19 @@ def fit_feature_map(feature_map, dX):
     return feature_map._fit_sample(rows, n_samples, n_features)
 
 
-def _block_moments(feature_map, block):
+def _block_moments(feature_map, block, Y=None, weights=None):
+    """The moments of one partition's features (None: phi(x) = x), with their cross-moments with Y when given."""
     _check_finite(block)
-    return primal.feature_moments(feature_map, block)
+    if Y is not None:
+        _check_finite(Y, "y")
+        Y = np.asarray(Y, dtype=np.float64).reshape(block.shape[0], -1)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError("sample_weight: must hold non-negative finite numbers")
+    stream = primal.MomentStream(feature_map, 0 if Y is None else Y.shape[1])
+    stream.add(block, Y, weights)
+    return stream.moments()
 
 
 def _combine(left, right):
@@ -186,16 +196,118 @@ def feature_moments(feature_map, dX):
     ValueError
         "X: contains NaN or infinity" when a partition holds a non-finite value.
     """
+    return target_moments(feature_map, dX)
+
+
+def target_moments(feature_map, dX, dY=None, dw=None):
+    """:func:`feature_moments` with the features' cross-moments with targets and sample weights: the normal
+    equations of a primal model (LS-SVM, Suykens 2017 eq. 3.15) as one map-reduce.
+
+    Parameters
+    ----------
+    feature_map : fitted rkm.features.ExplicitFeatureMap, or None (phi(x) = x)
+    dX : dask.array.Array of shape (n_samples, n_features)
+    dY : dask.array.Array of shape (n_samples,) or (n_samples, p), default=None
+        Targets with the row chunks of dX (:func:`rows_like`).
+    dw : dask.array.Array of shape (n_samples,), default=None
+        Non-negative sample weights with the row chunks of dX.
+
+    Returns
+    -------
+    moments : rkm._utils.primal.FeatureMoments
+        With ``target_mean`` and ``cross`` when dY is given.
+
+    Raises
+    ------
+    ValueError
+        "X: contains NaN or infinity" (or "y: ...") when a partition holds a non-finite value; "X: no rows"
+        when every partition is empty or of zero weight.
+    """
     dask = _import_dask()
     dX = check_dask_array(dX)
     shared_map = _shared(feature_map)
     moments = dask.delayed(_block_moments, pure=True)
-    parts = [moments(shared_map, block) for block in _row_blocks(dX)]
+    arrays = [array for array in (dY, dw) if array is not None]
+    parts = []
+    for blocks in _aligned_row_blocks(dX, *arrays):
+        extra = iter(blocks[1:])
+        Y = next(extra) if dY is not None else None
+        weights = next(extra) if dw is not None else None
+        parts.append(moments(shared_map, blocks[0], Y, weights))
     (total,) = dask.compute(_tree_reduce(parts, dask.delayed(_combine, pure=True)))
+    if total.n == 0:
+        raise ValueError("X: no rows (every partition is empty or has zero weight)")
     return total
 
 
-def _finite_then(func, dtype, block, *shared):
+def _aligned_row_blocks(dX, *arrays):
+    """Tuples of the Delayed row partitions of dX and of arrays with the same row chunks, empty ones left out."""
+    columns = [_flat_blocks(array) for array in (dX, *arrays)]
+    return [blocks for blocks, rows in zip(zip(*columns, strict=True), dX.chunks[0], strict=True) if rows > 0]
+
+
+def _flat_blocks(array):
+    blocks = array.to_delayed()
+    return blocks.reshape(blocks.shape[0], -1)[:, 0]
+
+
+def is_dask_collection(X):
+    """Whether X is a Dask array, DataFrame or Series (without importing Dask when it has not been imported)."""
+    if is_dask_array(X):
+        return True
+    dataframe = sys.modules.get("dask.dataframe")
+    return dataframe is not None and isinstance(X, (dataframe.DataFrame, dataframe.Series))
+
+
+def as_dask_array(X, name="X"):
+    """A Dask array from a Dask array, DataFrame or Series, and the DataFrame's column names (else None).
+
+    A DataFrame's partition lengths are computed once (``to_dask_array(lengths=True)``), so that its rows have
+    known chunks.
+    """
+    if is_dask_array(X):
+        return X, None
+    dataframe = sys.modules.get("dask.dataframe")
+    if dataframe is None or not isinstance(X, (dataframe.DataFrame, dataframe.Series)):
+        raise ValueError(f"{name}: must be a dask array or DataFrame, got {type(X).__name__}")
+    names = list(X.columns) if isinstance(X, dataframe.DataFrame) else None
+    return X.to_dask_array(lengths=True), names
+
+
+def rows_like(y, dX, name="y"):
+    """y (a Dask array or Series, or an in-memory array) as a Dask array with the row chunks of dX.
+
+    Parameters
+    ----------
+    y : dask.array.Array, dask Series or DataFrame, or array-like of shape (n_samples,) or (n_samples, p)
+    dX : dask.array.Array of shape (n_samples, n_features)
+    name : str, default="y"
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples,) or (n_samples, p)
+        Chunked by rows as dX, its columns (if any) in one chunk; the dtype is y's.
+    """
+    dask_array = _import_dask().array
+    if is_dask_collection(y):
+        y, _ = as_dask_array(y, name)
+    else:
+        y = np.asarray(y)
+    if y.ndim not in (1, 2):
+        raise ValueError(f"{name}: must be 1-D or 2-D, got {y.ndim}-D")
+    if is_dask_array(y) and any(math.isnan(size) for size in y.chunks[0]):
+        raise ValueError(f"{name}: a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes() first")
+    if y.shape[0] != dX.shape[0]:
+        raise ValueError(f"{name}: has {y.shape[0]} rows, but X has {dX.shape[0]}")
+    chunks = (dX.chunks[0],) if y.ndim == 1 else (dX.chunks[0], (y.shape[1],))
+    if not is_dask_array(y):
+        return dask_array.from_array(y, chunks=chunks)
+    return y.rechunk(chunks)
+
+
+def _finite_then(func, dtype, n_out, block, *shared):
+    if block.shape[0] == 0:  # an empty partition: estimators refuse zero rows
+        return np.empty((0,) if n_out is None else (0, n_out), dtype=dtype)
     _check_finite(block)
     return np.asarray(func(block, *shared), dtype=dtype)
 
@@ -209,8 +321,8 @@ def transform_blocks(func, dX, n_out, dtype, *shared):
         Takes a block (n_rows, n_features) and the `shared` values, returns (n_rows, n_out); it must be
         picklable to run on a distributed cluster.
     dX : dask.array.Array of shape (n_samples, n_features)
-    n_out : int
-        Columns of func's output.
+    n_out : int or None
+        Columns of func's output; None: func returns one value per row (a 1-D output).
     dtype : numpy dtype
         dtype of the output (func's results are cast to it).
     *shared : objects
@@ -219,19 +331,23 @@ def transform_blocks(func, dX, n_out, dtype, *shared):
 
     Returns
     -------
-    Y : dask.array.Array of shape (n_samples, n_out)
+    Y : dask.array.Array of shape (n_samples, n_out), or (n_samples,) for n_out None
         With the row chunks of dX and one column chunk. Computing it raises "X: contains NaN or infinity"
         when a partition holds a non-finite value. With a distributed client active, the shared values are
         scattered to its workers now: compute Y with that client.
     """
     dX = check_dask_array(dX)
     dtype = np.dtype(dtype)
+    if n_out is None:
+        shape, layout = (0,), {"chunks": (dX.chunks[0],), "drop_axis": 1}
+    else:
+        shape, layout = (0, n_out), {"chunks": (dX.chunks[0], (n_out,))}
     return dX.map_blocks(
-        functools.partial(_finite_then, func, dtype),
+        functools.partial(_finite_then, func, dtype, n_out),
         *(_shared(value) for value in shared),
-        chunks=(dX.chunks[0], (n_out,)),
         dtype=dtype,
-        meta=np.empty((0, n_out), dtype=dtype),
+        meta=np.empty(shape, dtype=dtype),
+        **layout,
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.linalg.blas
+import scipy.sparse as sp
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
@@ -36,21 +37,28 @@ BLOCK_BYTES = 128 * 2**20
 
 @dataclass(frozen=True, eq=False)
 class FeatureMoments:
-    """Count, mean and centred scatter matrix of a set of feature vectors.
+    """Count, mean and centred scatter matrix of a set of feature vectors, and optionally their cross-scatter
+    with targets.
 
     Attributes
     ----------
-    n : int
-        Number of feature vectors.
+    n : int or float
+        Number of feature vectors (with sample weights: their total weight).
     mean : ndarray of shape (m,), float64
-        mu = (1/n) sum_i phi_i.
+        mu = (1/n) sum_i phi_i (weighted: (1/n) sum_i v_i phi_i).
     scatter : ndarray of shape (m, m), float64
-        C = sum_i (phi_i - mu)(phi_i - mu)^T (not divided by n).
+        C = sum_i (phi_i - mu)(phi_i - mu)^T (not divided by n; weighted: each term times v_i).
+    target_mean : ndarray of shape (p,), float64, or None
+        The targets' mean y_mean, when the moments have targets.
+    cross : ndarray of shape (m, p), float64, or None
+        sum_i (phi_i - mu)(y_i - y_mean)^T (weighted: each term times v_i), when the moments have targets.
     """
 
     n: int
     mean: np.ndarray
     scatter: np.ndarray
+    target_mean: np.ndarray | None = None
+    cross: np.ndarray | None = None
 
     @classmethod
     def from_block(cls, Phi, overwrite=False):
@@ -77,12 +85,16 @@ class FeatureMoments:
         sums.add(Phi)
         return sums.moments()
 
+    @property
+    def has_targets(self):
+        return self.cross is not None
+
     def combine(self, other):
         """Moments of the union of both sets, by Chan et al.'s pairwise update.
 
         With delta = mu_b - mu_a and n = n_a + n_b: mu = mu_a + delta n_b / n and
-        C = C_a + C_b + delta delta^T n_a n_b / n. Exact in exact arithmetic and stable in floating point,
-        in any order of merging.
+        C = C_a + C_b + delta delta^T n_a n_b / n; the cross-scatter likewise, with delta_y of the targets'
+        means. Exact in exact arithmetic and stable in floating point, in any order of merging.
 
         Parameters
         ----------
@@ -94,63 +106,88 @@ class FeatureMoments:
         """
         if other.mean.shape != self.mean.shape:
             raise ValueError(f"other: has {other.mean.shape[0]} features, expected {self.mean.shape[0]}")
+        if other.has_targets != self.has_targets or (
+            self.has_targets and other.target_mean.shape != self.target_mean.shape
+        ):
+            raise ValueError("other: must have targets of the same width as these moments, or neither have targets")
         if other.n == 0:
             return self
         if self.n == 0:
             return other
         n = self.n + other.n
+        weight = self.n * other.n / n
         delta = other.mean - self.mean
         mean = self.mean + delta * (other.n / n)
-        scatter = self.scatter + other.scatter + np.outer(delta, delta * (self.n * other.n / n))
-        return FeatureMoments(n, mean, scatter)
+        scatter = self.scatter + other.scatter + np.outer(delta, delta * weight)
+        if not self.has_targets:
+            return FeatureMoments(n, mean, scatter)
+        delta_y = other.target_mean - self.target_mean
+        target_mean = self.target_mean + delta_y * (other.n / n)
+        cross = self.cross + other.cross + np.outer(delta, delta_y * weight)
+        return FeatureMoments(n, mean, scatter, target_mean, cross)
+
+    def uncentred(self):
+        """The moments about the origin instead of the mean (a model without a bias term): the scatter
+        sum_i phi_i phi_i^T and cross sum_i phi_i y_i^T, with zero means."""
+        scatter = self.scatter + self.n * np.outer(self.mean, self.mean)
+        if not self.has_targets:
+            return FeatureMoments(self.n, np.zeros_like(self.mean), scatter)
+        cross = self.cross + self.n * np.outer(self.mean, self.target_mean)
+        return FeatureMoments(self.n, np.zeros_like(self.mean), scatter, np.zeros_like(self.target_mean), cross)
 
 
 class _ShiftedSums:
-    """Count, sums and scatter of blocks of m features, shifted by the mean of the first nonempty block, and
-    optionally their cross-scatter with p targets (shifted likewise).
+    """Count (or total weight), sums and scatter of blocks of m features, shifted by the mean of the first nonempty
+    block, and optionally their cross-scatter with p targets (shifted likewise).
 
     The shift keeps the cancellation in scatter - n mean mean^T small. The scatter's upper triangle is
     accumulated in place by SciPy's SYRK on each block's transposed view (no copy); NumPy would send
-    A.T @ A to its own OpenBLAS's SYRK, whose multi-threaded version has crashed on large outputs.
+    A.T @ A to its own OpenBLAS's SYRK, whose multi-threaded version has crashed on large outputs. Sample
+    weights v_i scale the rows by sqrt(v_i) for the SYRK, so weighted sums keep its speed.
     """
 
     def __init__(self, m, p=0):
         self.n, self.shift, self.target_shift = 0, None, None
+        self.has_targets = p > 0
         self.sums, self.upper = np.zeros(m), np.zeros((m, m), order="F")
         self.target_sums, self.cross = np.zeros(p), np.zeros((m, p))
 
-    def add(self, Psi, Y=None):
-        """Adds the rows of the C-contiguous float64 block Psi, which is shifted in place, and of the targets
-        Y (float64, one row per row of Psi) when the sums have targets."""
-        if Psi.shape[0] == 0:
+    def add(self, Psi, Y=None, weights=None):
+        """Adds the rows of the C-contiguous float64 block Psi, which is shifted in place, with their targets Y
+        (float64, one row per row of Psi) when the sums have targets, and their weights (None: 1 each)."""
+        count = Psi.shape[0] if weights is None else float(weights.sum())
+        if Psi.shape[0] == 0 or count == 0:
             return
         # The sums of the shifted rows from those of the raw ones: one pass over the block fewer (it streams
         # from memory), at a rounding error of eps |shift| in the mean, which the shift is there to keep.
-        column_sums = Psi.sum(axis=0)
+        column_sums = Psi.sum(axis=0) if weights is None else weights @ Psi
         if self.shift is None:
-            self.shift = column_sums / Psi.shape[0]
-            self.target_shift = None if Y is None else Y.mean(axis=0)
-        self.n += Psi.shape[0]
-        self.sums += column_sums - Psi.shape[0] * self.shift
+            self.shift = column_sums / count
+            if self.has_targets:
+                self.target_shift = (Y.sum(axis=0) if weights is None else weights @ Y) / count
+        self.n += count
+        self.sums += column_sums - count * self.shift
         Psi -= self.shift
-        scipy.linalg.blas.dsyrk(1.0, Psi.T, beta=1.0, c=self.upper, trans=0, overwrite_c=True)
-        if Y is not None:
+        rows = Psi if weights is None else Psi * np.sqrt(weights)[:, None]
+        scipy.linalg.blas.dsyrk(1.0, rows.T, beta=1.0, c=self.upper, trans=0, overwrite_c=True)
+        if self.has_targets:
             Y = Y - self.target_shift
-            self.target_sums += Y.sum(axis=0)
-            self.cross += Psi.T @ Y
+            weighted = Psi if weights is None else Psi * weights[:, None]
+            self.target_sums += Y.sum(axis=0) if weights is None else weights @ Y
+            self.cross += weighted.T @ Y
 
     def moments(self):
-        m = self.sums.size
+        m, p = self.sums.size, self.target_sums.size
         if self.n == 0:
-            return FeatureMoments(0, np.zeros(m), np.zeros((m, m)))
+            targets = (np.zeros(p), np.zeros((m, p))) if self.has_targets else ()
+            return FeatureMoments(0, np.zeros(m), np.zeros((m, m)), *targets)
         offset = self.sums / self.n
         scatter = self.upper + np.triu(self.upper, 1).T - self.n * np.outer(offset, offset)
-        return FeatureMoments(self.n, self.shift + offset, scatter)
-
-    def cross_moments(self):
-        """The centred cross-scatter sum_i (phi_i - mu)(y_i - y_mean)^T and the targets' mean y_mean."""
-        offset, target_offset = self.sums / self.n, self.target_sums / self.n
-        return self.cross - self.n * np.outer(offset, target_offset), self.target_shift + target_offset
+        if not self.has_targets:
+            return FeatureMoments(self.n, self.shift + offset, scatter)
+        target_offset = self.target_sums / self.n
+        cross = self.cross - self.n * np.outer(offset, target_offset)
+        return FeatureMoments(self.n, self.shift + offset, scatter, self.target_shift + target_offset, cross)
 
 
 def _check_block_rows(block_rows, n_features_out):
@@ -198,22 +235,69 @@ def feature_moments(feature_map, X, block_rows=None):
     FeatureMoments
         Of the features in the model's dtype, accumulated in float64.
     """
-    sums, _ = _streamed_sums(feature_map, X, None, block_rows)
-    return _mapped_moments(feature_map, sums.moments())
+    stream = MomentStream(feature_map)
+    stream.add(X, block_rows=block_rows)
+    return stream.moments()
 
 
-def _streamed_sums(feature_map, X, Y, block_rows, keep=False):
-    """The shifted sums of the raw features psi(X) (and their cross-sums with Y unless None), block by block, and
-    with `keep` the raw features as a RawFeatures when X made a single block (else None)."""
-    A = feature_map._linear_map
-    sums = _ShiftedSums(feature_map._n_features_out if A is None else A.shape[0], 0 if Y is None else Y.shape[1])
-    kept = None
-    with blas_threads(thread_count(feature_map.n_threads)):
-        for rows, Psi in _raw_blocks(feature_map, X, block_rows):
-            Psi = np.ascontiguousarray(Psi, dtype=np.float64)
-            sums.add(Psi, None if Y is None else Y[rows])
-            kept = RawFeatures(Psi, sums.shift) if keep and rows.start == 0 and Psi.size else None
-    return sums, kept
+class MomentStream:
+    """The moments of the features phi(X) of a fitted feature map, and their cross-moments with targets Y,
+    accumulated over batches of rows: a fit adds its data once, ``partial_fit`` one batch per call, a Dask
+    partition its own rows (and the partitions' moments merge by ``FeatureMoments.combine``).
+
+    Parameters
+    ----------
+    feature_map : fitted ExplicitFeatureMap, fitted transformer, or None
+        rkm's maps (:func:`streams`) are evaluated a block of rows at a time and accumulated as their raw
+        features psi (phi = psi A, mapped by A once in :meth:`moments`); another transformer's features are
+        formed per batch; None is the identity phi(x) = x.
+    n_targets : int, default=0
+        Columns p of the targets (0: no targets).
+    """
+
+    def __init__(self, feature_map, n_targets=0):
+        self.feature_map, self.n_targets = feature_map, n_targets
+        self._sums = None
+
+    def _sums_for(self, width):
+        if self._sums is None:
+            self._sums = _ShiftedSums(width, self.n_targets)
+        elif self._sums.sums.size != width:
+            raise ValueError(f"X: its features have {width} columns, but earlier rows had {self._sums.sums.size}")
+        return self._sums
+
+    def add(self, X, Y=None, weights=None, block_rows=None, keep=False):
+        """Adds the rows of X, with their targets Y (float64, (n, p)) and weights (float64, (n,); None: 1 each).
+
+        With `keep`, returns the raw features psi(X) as a RawFeatures when X made a single block (else None).
+        """
+        fm = self.feature_map
+        if fm is not None and streams(fm):
+            A = fm._linear_map
+            kept = None
+            with blas_threads(thread_count(fm.n_threads)):
+                for rows, Psi in _raw_blocks(fm, X, block_rows):
+                    Psi = np.ascontiguousarray(Psi, dtype=np.float64)
+                    sums = self._sums_for(fm._n_features_out if A is None else A.shape[0])
+                    sums.add(Psi, None if Y is None else Y[rows], None if weights is None else weights[rows])
+                    kept = RawFeatures(Psi, sums.shift) if keep and rows.start == 0 and Psi.size else None
+            return kept
+        Phi = X if fm is None else fm.transform(X)
+        # A copy in float64: the sums shift their block in place, and X may be the caller's array.
+        Phi = np.array(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64, order="C", ndmin=2)
+        self._sums_for(Phi.shape[1]).add(Phi, Y, weights)
+        return None
+
+    @property
+    def n(self):
+        """Rows added so far (with weights: their total weight)."""
+        return 0 if self._sums is None else self._sums.n
+
+    def moments(self):
+        """The FeatureMoments of the features phi (with ``target_mean`` and ``cross`` when there are targets)."""
+        if self._sums is None:
+            raise ValueError("X: no rows have been added")
+        return _mapped_moments(self.feature_map, self._sums.moments())
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,52 +313,49 @@ def feature_moments_and_raw(feature_map, X):
     float64 features: the block the pass computes anyway), else None. A second pass over the same X
     (``hidden_features(..., raw=...)``) is then one product instead of another evaluation of the feature map: for
     Nyström, of the kernel between X and the landmarks."""
-    sums, kept = _streamed_sums(feature_map, X, None, None, keep=True)
-    return _mapped_moments(feature_map, sums.moments()), kept
+    stream = MomentStream(feature_map)
+    kept = stream.add(X, keep=True)
+    return stream.moments(), kept
 
 
 def _mapped_moments(feature_map, moments):
-    """Moments of phi = psi A from those of psi: mean A^T mu_psi, scatter A^T C_psi A (psi's own without A)."""
-    A = feature_map._linear_map
+    """Moments of phi = psi A from those of psi: mean A^T mu_psi, scatter A^T C_psi A, cross A^T C_psi,y (psi's own
+    without A)."""
+    A = None if feature_map is None or not streams(feature_map) else feature_map._linear_map
     if A is None:
         return moments
     A = A.astype(np.float64)
     with blas_threads(thread_count(feature_map.n_threads)):
-        return FeatureMoments(moments.n, moments.mean @ A, A.T @ moments.scatter @ A)
+        mean, scatter = moments.mean @ A, A.T @ moments.scatter @ A
+        if not moments.has_targets:
+            return FeatureMoments(moments.n, mean, scatter)
+        return FeatureMoments(moments.n, mean, scatter, moments.target_mean, A.T @ moments.cross)
 
 
-def feature_target_moments(feature_map, X, Y, block_rows=None):
-    """Moments of the features phi(X) of a fitted feature map and their cross-scatter with targets Y, a block
-    of rows at a time (the normal equations of a primal model, Suykens 2017 eq. 3.15, centred).
+def feature_target_moments(feature_map, X, Y, weights=None, block_rows=None):
+    """Moments of the features phi(X) and their cross-scatter with targets Y, a block of rows at a time (the
+    normal equations of a primal model, Suykens 2017 eq. 3.15, centred).
 
     Parameters
     ----------
-    feature_map : fitted rkm.features.Nystroem or rkm.features.RandomFourierFeatures
+    feature_map : fitted ExplicitFeatureMap, fitted transformer, or None
+        As :class:`MomentStream` takes it (None: phi(x) = x).
     X : array-like of shape (n_samples, n_features)
     Y : ndarray of shape (n_samples, p)
+    weights : ndarray of shape (n_samples,), default=None
+        Sample weights v_i (None: 1 each): the moments' sums weigh row i by v_i.
     block_rows : int, default=None
         Rows per block (None: as many as BLOCK_BYTES (128 MiB) of float64 features hold).
 
     Returns
     -------
-    moments : FeatureMoments
-    cross : ndarray of shape (m, p), float64
-        sum_i (phi_i - mu)(y_i - y_mean)^T.
-    y_mean : ndarray of shape (p,), float64
+    FeatureMoments
+        With ``target_mean`` (y_mean) and ``cross`` (sum_i v_i (phi_i - mu)(y_i - y_mean)^T, m x p).
     """
-    sums, _ = _streamed_sums(feature_map, X, np.asarray(Y, dtype=np.float64), block_rows)
-    cross, y_mean = sums.cross_moments()
-    A = feature_map._linear_map
-    if A is not None:
-        cross = A.astype(np.float64).T @ cross
-    return _mapped_moments(feature_map, sums.moments()), cross, y_mean
-
-
-def block_target_moments(Phi, Y):
-    """:func:`feature_target_moments` of features given as one array Phi (n_samples x m)."""
-    sums = _ShiftedSums(Phi.shape[1], Y.shape[1])
-    sums.add(np.array(Phi, dtype=np.float64, order="C"), np.asarray(Y, dtype=np.float64))
-    return (sums.moments(), *sums.cross_moments())
+    Y = np.asarray(Y, dtype=np.float64)
+    stream = MomentStream(feature_map, Y.shape[1])
+    stream.add(X, Y, None if weights is None else np.asarray(weights, dtype=np.float64), block_rows)
+    return stream.moments()
 
 
 def streams(feature_map):

@@ -203,6 +203,7 @@ def lssvm_pcg_fit(
     progress=None,
     sample_weight=None,
     give_up_if_slow=False,
+    product=None,
 ):
     """Solve the LS-SVM dual system of eq. 3.16 by preconditioned conjugate gradients.
 
@@ -250,6 +251,10 @@ def lssvm_pcg_fit(
     give_up_if_slow : bool, default=False
         Stop (``too_slow=True``) when the rate of the last 20 iterations predicts more than max_iter iterations
         and the preconditioner cannot grow further: ``solver="auto"`` then factorizes instead.
+    product : callable, default=None
+        B -> K B (float64 B of shape (n_samples, k)) computed elsewhere, such as over the partitions of a Dask
+        array (:func:`rkm._utils.dask_arrays.kernel_operator`); it replaces ``storage``'s products. The
+        preconditioner is still built from X.
 
     Returns
     -------
@@ -276,7 +281,9 @@ def lssvm_pcg_fit(
     progress = _Progress(verbose, progress)
 
     system = _BorderedSystem(Y, fit_intercept)
-    if storage == "dense":
+    if product is not None:
+        product = _as_float64(product)
+    elif storage == "dense":
         check_memory(
             _stored_bytes(n_samples, X.dtype, rank, system.rhs.shape[1]),
             "storage",
@@ -422,6 +429,13 @@ def _matrix_free_product(X, spec, n_threads, device="cpu"):
         return kernel_product(X, None, B, *spec, n_threads=n_threads, device=device)
 
     return product
+
+
+def _as_float64(product):
+    def float64_product(B):
+        return np.asarray(product(B), dtype=np.float64)
+
+    return float64_product
 
 
 def _stored_product(K, n_threads):

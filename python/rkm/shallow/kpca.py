@@ -18,6 +18,7 @@ from sklearn.base import (
 )
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
@@ -25,6 +26,7 @@ from rkm._utils import eigen, primal
 from rkm._utils.dask_arrays import is_dask_array
 from rkm._utils.device import check_device, cuda_for_input, require_cuda
 from rkm._utils.progress import Progress
+from rkm._utils.streaming import RESERVOIR_ROWS, DeferredSolveMixin, Reservoir
 from rkm._utils.threads import blas_threads
 from rkm._utils.validation import (
     COUNT,
@@ -65,7 +67,7 @@ def _transform_block(block, model):
     return model.transform(block)
 
 
-class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel PCA in the restricted kernel machine (RKM) formulation.
 
     Training finds hidden features H (n_samples x s, orthonormal columns) with
@@ -95,7 +97,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     trained neural network as ``feature_map`` (``rkm.torch.FeatureMap``) is kernel PCA with the kernel
     phi(x)^T phi(y) of its features, solved the same way. A
     Dask array as X is fitted as Dask tasks: the feature map's pass as a map-reduce over its partitions,
-    the matrix-free products one task per partition.
+    the matrix-free products one task per partition. With a feature map, :meth:`partial_fit` adds batches of
+    rows to the features' moments instead (a memory map, a zarr store, a generator), keeping a uniform sample
+    of rows for the pre-images.
 
     Parameters
     ----------
@@ -209,6 +213,7 @@ callable, default="rbf"
     primal_vectors_ : ndarray of shape (m, s), eigenvectors U of the features' covariance; hidden
         features are h = (phi(x) - feature_mean_) U / sqrt(eta lambda) (with a feature map).
     n_iter_ : int, block products the Krylov solver used (1 for dense).
+    n_samples_seen_ : int, rows added by :meth:`partial_fit` since its stream started (absent after ``fit``).
     eigen_residuals_ : ndarray of shape (s,), relative residuals reached.
 
     Examples
@@ -316,8 +321,9 @@ callable, default="rbf"
 
     def _check_params_vs_input(self, n_samples, n_features, dtype, in_memory=True, sparse=False):
         """The rules that need the data or tie parameters together; returns the resolved kernel storage
-        ("dense" or "matrix_free"; None with a feature map), which some of them depend on."""
-        if self.n_components is not None and self.n_components > n_samples:
+        ("dense" or "matrix_free"; None with a feature map), which some of them depend on. n_samples None
+        (partial_fit, whose total is not known) skips the rules on the number of samples."""
+        if n_samples is not None and self.n_components is not None and self.n_components > n_samples:
             raise ValueError(f"n_components: must be between 1 and n_samples={n_samples}, got {self.n_components}")
         if self.center and n_samples == 1:
             raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
@@ -568,10 +574,7 @@ callable, default="rbf"
             moments, raw = primal.feature_moments_and_raw(fm, X)
         else:
             moments, raw = backend.feature_moments(fm, X), None
-        if self.center:
-            return moments, raw
-        scatter = moments.scatter + moments.n * np.outer(moments.mean, moments.mean)
-        return primal.FeatureMoments(moments.n, np.zeros_like(moments.mean), scatter), raw
+        return (moments if self.center else moments.uncentred()), raw
 
     def _fit_primal(self, X, n_components, backend=primal):
         """Kernel PCA in the primal of an explicit feature map: eigenpairs of the m x m covariance of the
@@ -588,31 +591,44 @@ callable, default="rbf"
             backend.fit_feature_map(fm, X)
         if width is None:
             self._check_primal_memory(fm, X.shape[0], fm._n_features_out, n_components)
+        self._check_feature_map_width(fm, n_components)
+        moments, raw = self._primal_moments(fm, X, backend)
+        hidden = functools.partial(primal.hidden_features, raw=raw) if raw is not None else backend.hidden_features
+        w, V, residuals = self._primal_solution(fm, moments, n_components, functools.partial(hidden, fm, X))
+        spec = self._fit_kernel_spec(X.shape[1])
+        diagonal_max = None if spec[0] is None else eigen.kernel_diagonal_max(X, *spec)
+        return w, V, residuals, 1, self._primal_scale(moments, diagonal_max)
+
+    @staticmethod
+    def _check_feature_map_width(fm, n_components):
         if n_components is not None and n_components > fm._n_features_out:
             raise ValueError(
                 f"n_components: at most the {fm._n_features_out} features of the feature_map, got {n_components}"
             )
-        moments, raw = self._primal_moments(fm, X, backend)
+
+    def _primal_solution(self, fm, moments, n_components, hidden):
+        """Eigenpairs of the features' scatter, their residuals, and the hidden features of the rows that
+        `hidden(mean, U, eigenvalues)` maps (the training set, or partial_fit's reservoir), with the approximate
+        kernel's column means over the training set at those rows."""
         w, U = primal.primal_components(moments, n_components)
         residuals = np.linalg.norm(moments.scatter @ U - U * w, axis=0) / max(w.max(initial=0.0), np.finfo(float).tiny)
         # One pass gives H and, through the extra column U = mean, the approximate kernel's column means
         # phi_j^T mean - mean^T mean (+ mean^T mean below), which the pre-images use.
         mean = moments.mean
-        hidden = functools.partial(primal.hidden_features, raw=raw) if raw is not None else backend.hidden_features
-        extended = hidden(fm, X, mean, np.column_stack([U, mean]), np.append(w, 1.0))
-        extended = np.asarray(extended)
+        extended = np.asarray(hidden(mean, np.column_stack([U, mean]), np.append(w, 1.0)))
         if self.center:
             self.grand_mean_ = float(mean @ mean)
             self.column_means_ = (extended[:, -1] + self.grand_mean_).astype(extended.dtype)
         self.feature_map_, self.feature_mean_, self.primal_vectors_ = fm, mean, U
-        spec = self._fit_kernel_spec(X.shape[1])
-        if spec[0] is None:
-            # The mean of k(x_i, x_i) = ||phi_i||^2 (the moments hold no maximum): the rounding scale of a
-            # kernel without an input-space formula.
-            scale = (np.trace(moments.scatter) + moments.n * float(mean @ mean)) / moments.n
-        else:
-            scale = eigen.kernel_diagonal_max(X, *spec)
-        return w, np.ascontiguousarray(extended[:, :-1]), residuals, 1, scale
+        return w, np.ascontiguousarray(extended[:, :-1]), residuals
+
+    @staticmethod
+    def _primal_scale(moments, diagonal_max):
+        """The kernel's scale for the rounding checks: max k(x, x) where the kernel has an input-space formula,
+        else the mean of k(x_i, x_i) = ||phi_i||^2 (the moments hold no maximum)."""
+        if diagonal_max is not None:
+            return diagonal_max
+        return (np.trace(moments.scatter) + moments.n * float(moments.mean @ moments.mean)) / moments.n
 
     @staticmethod
     def _check_primal_memory(fm, n_samples, width, n_components):
@@ -680,6 +696,8 @@ callable, default="rbf"
         """Checks the parameters against the data and resolves gamma_, kernel_storage_ and solver_; returns the
         number of eigenpairs to compute (None: all of the primal problem)."""
         self._progress = Progress(type(self).__name__, self.verbose)
+        self._forget_stream()
+        self.__dict__.pop("_expansion_scale", None)
         self.kernel_storage_ = self._check_params_vs_input(n_samples, n_features, dtype, in_memory, sparse)
         _, self.gamma_, _, _ = self._fit_kernel_spec(n_features)
         n_wanted = self.n_components or (None if self.kernel_storage_ is None else n_samples)
@@ -762,6 +780,106 @@ callable, default="rbf"
         self._store_components(w, V, scale, n_samples, dX.dtype)
         self._progress(f"fitted {self.eigenvalues_.size} components")
         return self
+
+    # ------------------------------------------------------------------ streaming
+
+    # What the deferred solve of partial_fit sets (rkm._utils.streaming).
+    _deferred_attributes = (
+        "eigenvalues_",
+        "eigenvectors_",
+        "H_",
+        "eigen_residuals_",
+        "n_iter_",
+        "feature_mean_",
+        "primal_vectors_",
+        "column_means_",
+        "grand_mean_",
+        "X_fit_",
+        "preimage_",
+    )
+
+    def _streams(self):
+        """partial_fit exists with a feature map, whose m x m moments it accumulates."""
+        if self.feature_map is None:
+            raise AttributeError(
+                "partial_fit is available with a feature_map (rkm.features.Nystroem, RandomFourierFeatures): it "
+                "accumulates the features' m x m moments, while the exact kernel needs every row at once"
+            )
+        return True
+
+    @available_if(_streams)
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(self, X: ArrayLike, y: None = None) -> KernelPCA:
+        """Add a batch of rows to a fit through the ``feature_map``, for data that does not fit in memory at once.
+
+        Each call adds the batch's features to their streamed mean and scatter (merged exactly, as a Dask fit
+        merges its partitions), so after the last batch the eigenvalues, ``primal_vectors_`` and ``transform``
+        equal those of ``fit`` on all rows (to rounding) with the same fitted feature map. The first call (on a
+        new model, or after ``fit``) fits a clone of ``feature_map`` on its batch: a ``Nystroem`` map draws its
+        landmarks from that batch alone (make it a shuffled, representative one; ``RandomFourierFeatures`` need
+        no rows). The m x m eigenproblem runs once, when a fitted attribute or ``transform`` next needs it.
+
+        What is kept of the rows: a uniform random sample of at most ``rkm._utils.streaming.RESERVOIR_ROWS``
+        (2000) of them, drawn by reservoir sampling seeded by ``random_state``. It stands for the training set
+        where one is needed: ``X_fit_`` is the sample and ``H_`` its hidden features (not those of every row),
+        the kernel smoother averages its nearest rows, and the fixed-point pre-image expands the projection on
+        its rows' features (weighted n / R, the sample's share of the n rows).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_batch, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        first = "_stream" not in self.__dict__
+        if first:
+            for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
+                delattr(self, name)
+            self.__dict__.pop("_expansion_scale", None)
+        X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=first)
+        if first:
+            self._start_stream(X)
+        self._stream.add(X)
+        self._reservoir.add(X)
+        spec = self._fit_kernel_spec(X.shape[1])
+        if spec[0] is not None:
+            self._diagonal_max = max(self._diagonal_max, eigen.kernel_diagonal_max(X, *spec))
+        self.n_samples_seen_ += X.shape[0]
+        self._defer_solve()
+        return self
+
+    def _start_stream(self, X):
+        """The first batch of partial_fit: checks the parameters, fits the feature map and starts the sums."""
+        self._progress = Progress(type(self).__name__, self.verbose)
+        self.kernel_storage_ = self._check_params_vs_input(None, X.shape[1], X.dtype)
+        _, self.gamma_, _, _ = self._fit_kernel_spec(X.shape[1])
+        self.solver_ = "dense"
+        fm = clone(self.feature_map).fit(X)
+        self._check_feature_map_width(fm, self.n_components)
+        self.feature_map_, self.n_samples_seen_, self._diagonal_max = fm, 0, 0.0
+        self._stream, self._stream_dtype = primal.MomentStream(fm), X.dtype
+        self._reservoir = Reservoir(RESERVOIR_ROWS, self.random_state)
+
+    def _solve_stream(self):
+        """The eigenpairs of the streamed moments, and the reservoir's hidden features for the pre-images."""
+        n_samples = self._stream.n
+        if self.center and n_samples < 2:
+            raise ValueError("n_samples = 1: a centred kernel PCA needs at least 2 samples")
+        moments = self._stream.moments()
+        moments = moments if self.center else moments.uncentred()
+        rows = self._reservoir.rows
+        hidden = functools.partial(primal.hidden_features, self.feature_map_, rows)
+        w, V, residuals = self._primal_solution(self.feature_map_, moments, self.n_components, hidden)
+        self.eigen_residuals_, self.n_iter_ = residuals, 1
+        spec = self._fit_kernel_spec(rows.shape[1])
+        scale = self._primal_scale(moments, None if spec[0] is None else self._diagonal_max)
+        self._store_components(w, V, scale, n_samples, self._stream_dtype)
+        self.X_fit_, self._expansion_scale = rows, n_samples / rows.shape[0]
+        self.preimage_ = self._resolve_preimage(spec[0])
+        self._progress(f"fitted {self.eigenvalues_.size} components from {n_samples} streamed rows")
 
     def _resolve_preimage(self, kernel_name):
         if kernel_name == "precomputed":
@@ -890,7 +1008,9 @@ callable, default="rbf"
 
     def _expansion_coefficients(self, H):
         """Coefficients c with P phi(x*) = sum_i c_i phi(x_i), including the feature-space mean when centred."""
-        beta = H @ self.H_.T
+        # After partial_fit the rows are a reservoir of R of the n training rows: the sum over all rows is
+        # estimated as n / R times the sum over the reservoir.
+        beta = H @ self.H_.T * self.__dict__.get("_expansion_scale", 1.0)
         return with_feature_mean(beta) if self.center else beta
 
     def _preimage(self, H, X_start=None):

@@ -13,6 +13,8 @@ minimum-output code), in the hidden features H_D = D_y H.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -28,8 +30,10 @@ from rkm import _core
 from rkm._utils import primal
 from rkm._utils.calibration import fit_platt
 from rkm._utils.coding import CODINGS, class_codes, class_scores
+from rkm._utils.dask_arrays import is_dask_collection
 from rkm._utils.device import check_device, cuda_for_input
 from rkm._utils.progress import Progress
+from rkm._utils.streaming import DeferredSolveMixin
 from rkm._utils.threads import blas_threads, thread_count
 from rkm._utils.validation import (
     COUNT,
@@ -100,14 +104,33 @@ def _weighted_median(values, weights):
     return out
 
 
+def _call_method(block, model, method):
+    """model.<method>(block) on one partition of a Dask array (a module-level function, so that it pickles)."""
+    return getattr(model, method)(block)
+
+
+def _coded_labels(y, classes, codes):
+    """The codewords (rows of codes) of labels y, each one of the sorted classes."""
+    y = np.asarray(y)
+    labels = np.searchsorted(classes, y)
+    clipped = np.minimum(labels, classes.size - 1)
+    unknown = (labels >= classes.size) | (classes[clipped] != y)
+    if np.any(unknown):
+        raise ValueError(f"y: holds labels not in classes: {np.unique(y[unknown]).tolist()!r}")
+    return codes[clipped].astype(np.float64)
+
+
 def _kernel_parameter_constraints():
     constraints = kernel_constraints(precomputed=True)
     constraints["kernel"] = [*constraints["kernel"], callable]
     return constraints
 
 
-class _LSSVM(BaseEstimator):
+class _LSSVM(DeferredSolveMixin, BaseEstimator):
     """Fitting and prediction shared by LSSVMRegressor and LSSVMClassifier: solve eq. 3.16 for targets Y."""
+
+    # partial_fit accumulates the primal's moments; the solve runs when one of these is first read.
+    _deferred_attributes = ("coef_", "intercept_")
 
     _parameter_constraints: dict = {
         **_kernel_parameter_constraints(),
@@ -248,6 +271,7 @@ class _LSSVM(BaseEstimator):
         """Solve eq. 3.16 (or 3.15 in the primal) for the targets Y (n_samples x p, float64), weighted by
         sample_weight (None: equal weights) and with robust reweighting when `robust` names a weight function."""
         self._progress = Progress(type(self).__name__, self.verbose)
+        self._forget_stream()
         self.solver_ = self._check_params_vs_input(X)
         self.n_iter_ = 1
         self._progress(f"solver {self.solver_!r}, N = {X.shape[0]}, {Y.shape[1]} output(s)")
@@ -382,7 +406,8 @@ class _LSSVM(BaseEstimator):
             residuals = out
         return H, b, residuals
 
-    def _solve_cg(self, X, Y, weights):
+    def _solve_cg(self, X, Y, weights, product=None):
+        """Conjugate gradients on eq. 3.16; `product` computes the kernel products elsewhere (Dask tasks)."""
         name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
         result = _pcg.lssvm_pcg_fit(
             X,
@@ -405,7 +430,8 @@ class _LSSVM(BaseEstimator):
             verbose=self.verbose,
             progress=self._progress,
             sample_weight=weights,
-            give_up_if_slow=self.solver == "auto" and self._dense_fallback_fits(X),
+            give_up_if_slow=product is None and self.solver == "auto" and self._dense_fallback_fits(X),
+            product=product,
         )
         if result.too_slow:
             # solver="auto": the conjugate gradients would not reach tol within max_iter at this conditioning
@@ -497,36 +523,182 @@ class _LSSVM(BaseEstimator):
         return E
 
     def _fit_primal(self, X, Y, weights=None):
+        """Eq. 3.15 from the (weighted) moments of the features and targets (:meth:`_solve_primal`)."""
+        feature_map = self._fitted_feature_map(X)
+        with blas_threads(thread_count(self.n_threads)):
+            moments = primal.feature_target_moments(feature_map, X, Y, weights)
+        self.feature_map_ = feature_map
+        self._solve_primal(moments, X.dtype)
+
+    def _solve_primal(self, moments, dtype):
         """Eq. 3.15, centred: with mu and y_mean the (weighted) means of phi(x_i) and y_i, the bias row gives
         b = y_mean - W^T mu, and the first block row (sum_i v_i phi_c phi_c^T + lam eta I) W = sum_i v_i phi_c y_c^T
-        (v_i = 1 without sample weights)."""
-        feature_map = self._fitted_feature_map(X)
-        threads = thread_count(self.n_threads)
-        with blas_threads(threads):
-            if weights is not None:
-                moments, cross, y_mean = _weighted_moments(feature_map, X, Y, weights)
-            elif feature_map is not None and primal.streams(feature_map):
-                moments, cross, y_mean = primal.feature_target_moments(feature_map, X, Y)
-            else:
-                moments, cross, y_mean = primal.block_target_moments(self._features(feature_map, X), Y)
+        (v_i = 1 without sample weights). Without the bias the moments are taken about the origin."""
         if not self.fit_intercept:
-            # Without the bias the system is uncentred: add back the means' outer products.
-            scatter = moments.scatter + moments.n * np.outer(moments.mean, moments.mean)
-            cross = cross + moments.n * np.outer(moments.mean, y_mean)
-        else:
-            scatter = moments.scatter
-        system = scatter + self.lam * self.eta * np.eye(scatter.shape[0])
-        with blas_threads(threads):
+            moments = moments.uncentred()
+        system = moments.scatter + self.lam * self.eta * np.eye(moments.scatter.shape[0])
+        with blas_threads(thread_count(self.n_threads)):
             try:
-                W = scipy.linalg.solve(system, cross, assume_a="pos", check_finite=False)
+                W = scipy.linalg.solve(system, moments.cross, assume_a="pos", check_finite=False)
             except np.linalg.LinAlgError as error:
                 raise ValueError(
                     f"lam: the primal system is not positive definite for lam = {self.lam:g}; increase lam"
                 ) from error
-        b = y_mean - moments.mean @ W if self.fit_intercept else np.zeros(Y.shape[1])
-        self.feature_map_ = feature_map
-        self.coef_ = W.astype(X.dtype)
-        self.intercept_ = b.astype(X.dtype)
+        b = moments.target_mean - moments.mean @ W
+        self.coef_ = W.astype(dtype)
+        self.intercept_ = b.astype(dtype)
+
+    # ------------------------------------------------------------------ Dask
+
+    def _dask_input(self, X, reset):
+        """A Dask array or DataFrame X as a row-chunked Dask array; reset=True sets n_features_in_ (and
+        feature_names_in_ for string column names), else checks X against them."""
+        from rkm._utils import dask_arrays
+
+        dX, names = dask_arrays.as_dask_array(X)
+        dX = dask_arrays.check_dask_array(dX)
+        strings = names is not None and all(isinstance(name, str) for name in names)
+        if reset:
+            self.n_features_in_ = dX.shape[1]
+            self.__dict__.pop("feature_names_in_", None)
+            if strings:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            return dX
+        if dX.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X: has {dX.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                "features as input"
+            )
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and strings and list(fitted) != list(names):
+            raise ValueError("X: the feature names should match those that were passed during fit")
+        return dX
+
+    def _check_dask_params(self, n_samples, n_features):
+        """The solver of a Dask fit: the primal with a feature map (one map-reduce), else conjugate gradients
+        with the kernel products as tasks; the options that need the data in memory are refused."""
+        from rkm.features import ExplicitFeatureMap
+
+        if check_device(self.device) is not None:
+            raise ValueError("device: a Dask fit runs on the workers' CPUs; use device='cpu'")
+        if self.feature_map is not None:
+            if self.solver not in ("auto", "primal"):
+                raise ValueError(f"feature_map: is used by solver='primal' only, not solver={self.solver!r}")
+            if not isinstance(self.feature_map, (str, ExplicitFeatureMap)):
+                raise ValueError(
+                    "feature_map: a Dask fit streams rkm's explicit maps (rkm.features.Nystroem, "
+                    f"RandomFourierFeatures, rkm.torch.FeatureMap) or 'linear', got {type(self.feature_map).__name__}"
+                )
+            solver = "primal"
+        elif self.solver in ("auto", "cg"):
+            solver = "cg"
+        else:
+            raise ValueError(
+                f"solver: {self.solver!r} needs the data in memory; a Dask fit uses solver='cg' (kernel products as "
+                "Dask tasks) or a feature_map (solver='primal')"
+            )
+        name = self._kernel_spec(n_features)[0]
+        if solver == "cg" and (name == "precomputed" or is_callable_kernel(name)):
+            raise ValueError("kernel: a Dask fit evaluates a named kernel from X, not a precomputed or callable one")
+        if self.preconditioner_rank is not None and self.preconditioner_rank > n_samples:
+            raise ValueError(f"preconditioner_rank: at most n_samples={n_samples}, got {self.preconditioner_rank}")
+        for option, why in (("loo", "closed-form leave-one-out residuals"), ("robust", "reweighted refits")):
+            if getattr(self, option, None):
+                raise ValueError(f"{option}: the {why} need the data in memory, not a Dask array (use fit on NumPy)")
+        return solver
+
+    def _fit_dask_targets(self, dX, dY, dw):
+        """fit on Dask arrays (targets dY of shape (n, p) and weights dw with dX's row chunks, dw may be None):
+        the primal's moments as one map-reduce over the partitions (the feature map fitted from the rows it
+        needs), or conjugate gradients on eq. 3.16 with each kernel product as one task per partition."""
+        from rkm._utils import dask_arrays
+
+        self._progress = Progress(type(self).__name__, self.verbose)
+        self._forget_stream()
+        self.solver_ = self._check_dask_params(*dX.shape)
+        self.n_iter_ = 1
+        self._progress(f"solver {self.solver_!r} on a Dask array, N = {dX.shape[0]}")
+        if self.solver_ == "primal":
+            feature_map = None if isinstance(self.feature_map, str) else clone(self.feature_map)
+            if feature_map is not None:
+                dask_arrays.fit_feature_map(feature_map, dX)
+            moments = dask_arrays.target_moments(feature_map, dX, dY, dw)
+            self.feature_map_ = feature_map
+            self._solve_primal(moments, dX.dtype)
+            return
+        # The rows are gathered once: the preconditioner and the dual's predictions (X_fit_) need them.
+        X = np.asarray(dX)
+        Y = np.asarray(dY, dtype=np.float64).reshape(X.shape[0], -1)
+        weights = None if dw is None else np.asarray(dw, dtype=np.float64)
+        if weights is not None and not np.all(weights > 0):
+            raise ValueError(
+                "sample_weight: a Dask fit by conjugate gradients needs positive weights; drop the rows of weight 0"
+            )
+        name, gamma, degree, coef0 = self._kernel_spec(X.shape[1])
+        product = dask_arrays.kernel_operator(
+            dX.astype(np.float64), X.astype(np.float64), name, gamma, degree, coef0, self.n_threads
+        )
+        H, b = self._solve_cg(X, Y, weights, product)
+        self.dual_coef_ = self.H_ = H
+        self.intercept_ = b
+        self.X_fit_ = X
+
+    def _map_dask(self, X, method, n_out, dtype=None):
+        """``self.<method>`` over the partitions of a Dask X, as a lazy Dask array (n_out None: one value a row;
+        dtype None: that of the outputs, float32 for a float32 model and X, else float64)."""
+        from rkm._utils import dask_arrays
+
+        check_is_fitted(self)
+        self._solve_now()  # the workers get the solved model, not the stream
+        dX = self._dask_input(X, reset=False)
+        dtype = np.result_type(dX.dtype, self.intercept_.dtype) if dtype is None else dtype
+        return dask_arrays.transform_blocks(functools.partial(_call_method, method=method), dX, n_out, dtype, self)
+
+    # ------------------------------------------------------------------ streaming
+
+    def _streams(self):
+        """partial_fit exists with a feature map: it streams the primal (the dual needs every row at once)."""
+        if self.feature_map is None:
+            raise AttributeError(
+                "partial_fit is available with an explicit feature_map ('linear' or a transformer such as "
+                "rkm.features.Nystroem): it solves the primal (eq. 3.15) from streamed moments, while the dual needs "
+                "every row at once"
+            )
+        return True
+
+    def _check_partial_fit_params(self):
+        """partial_fit streams the primal: none of the options that need every row."""
+        if self.solver not in ("auto", "primal"):
+            raise ValueError(f"solver: partial_fit solves the primal, not solver={self.solver!r}")
+        for name, why in (("loo", "closed-form leave-one-out residuals"), ("robust", "reweighted refits")):
+            if getattr(self, name, None):
+                raise ValueError(f"{name}: the {why} need every row at once; partial_fit streams them (use fit)")
+
+    def _partial_fit_targets(self, X, Y, sample_weight, first):
+        """Adds a batch of rows to the streamed moments of the primal; the first batch also fits the feature map
+        (a Nyström map draws its landmarks from it)."""
+        if first:
+            self.feature_map_ = self._fitted_feature_map(X)
+            self.solver_, self.n_iter_, self.n_samples_seen_ = "primal", 1, 0
+            self._stream, self._stream_dtype = primal.MomentStream(self.feature_map_, Y.shape[1]), X.dtype
+        elif Y.shape[1] != self._stream.n_targets:
+            raise ValueError(f"y: has {Y.shape[1]} output(s), but earlier batches had {self._stream.n_targets}")
+        with blas_threads(thread_count(self.n_threads)):
+            self._stream.add(X, Y, sample_weight)
+        self.n_samples_seen_ += X.shape[0]
+        self._defer_solve()
+
+    def _start_partial_fit(self):
+        """Whether this partial_fit call starts a new stream; if so, forgets any earlier fit first."""
+        if "_stream" in self.__dict__:
+            return False
+        self._check_partial_fit_params()
+        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
+            delattr(self, name)
+        return True
+
+    def _solve_stream(self):
+        self._solve_primal(self._stream.moments(), self._stream_dtype)
 
     def _fitted_feature_map(self, X):
         """None for the linear map phi(x) = x, else a fitted clone of the given transformer."""
@@ -580,38 +752,6 @@ class _LSSVM(BaseEstimator):
         return tags
 
 
-# Rows of X per block of the weighted primal moments.
-_WEIGHTED_BLOCK_ROWS = 4096
-
-
-def _weighted_moments(feature_map, X, Y, weights):
-    """Weighted moments of the primal (eq. 3.15 with per-sample weights v_i): the total weight, the weighted
-    means of phi and y, sum_i v_i phi_c phi_c^T and sum_i v_i phi_c y_c^T, by blocks of rows (shifted by the first
-    block's mean against cancellation). Returns (FeatureMoments with n = sum v, mean, scatter), cross, y_mean."""
-    total = float(weights.sum())
-    shift = shift_y = None
-    s1 = s2 = sy = sxy = None
-    for start in range(0, X.shape[0], _WEIGHTED_BLOCK_ROWS):
-        rows = slice(start, start + _WEIGHTED_BLOCK_ROWS)
-        Phi = np.asarray(_LSSVM._features(feature_map, X[rows]), dtype=np.float64)
-        Yb, w = Y[rows], weights[rows]
-        if shift is None:
-            shift, shift_y = Phi.mean(axis=0), Yb.mean(axis=0)
-            s1, s2 = np.zeros_like(shift), np.zeros((Phi.shape[1], Phi.shape[1]))
-            sy, sxy = np.zeros_like(shift_y), np.zeros((Phi.shape[1], Y.shape[1]))
-        P, Q = Phi - shift, Yb - shift_y
-        Pw = P * w[:, None]
-        s1 += Pw.sum(axis=0)
-        sy += w @ Q
-        s2 += Pw.T @ P
-        sxy += Pw.T @ Q
-    mean_p, mean_q = s1 / total, sy / total
-    scatter = s2 - total * np.outer(mean_p, mean_p)
-    cross = sxy - total * np.outer(mean_p, mean_q)
-    moments = primal.FeatureMoments(n=total, mean=shift + mean_p, scatter=(scatter + scatter.T) / 2)
-    return moments, cross, shift_y + mean_q
-
-
 class LSSVMRegressor(RegressorMixin, _LSSVM):
     """LS-SVM regression as a restricted kernel machine (Suykens 2017, eqs. 3.14–3.17).
 
@@ -626,6 +766,12 @@ class LSSVMRegressor(RegressorMixin, _LSSVM):
     ``KernelRidge(alpha=lam * eta)`` plus the bias.
 
     Every parameter is keyword-only (the model has no defining one, as scikit-learn's ``SVR``).
+
+    Beyond memory: with a ``feature_map``, :meth:`partial_fit` adds batches of rows to the primal's moments
+    (from a memory map, a zarr store or a generator), and ``fit`` takes Dask arrays or DataFrames (the
+    moments as one map-reduce over the partitions; without a feature map, conjugate gradients whose kernel
+    products run as one task per partition, the rows gathered once for the preconditioner and ``X_fit_``);
+    ``predict`` then returns a lazy Dask array. Both equal the in-memory fit to rounding.
 
     Parameters
     ----------
@@ -749,6 +895,8 @@ default="rbf"
         The robust weights v(e_k / s) of the last fit (robust only; ``sample_weight`` not included).
     n_robust_iter_ : int
         Reweighted fits run (robust only).
+    n_samples_seen_ : int
+        Rows added by :meth:`partial_fit` since its stream started (absent after ``fit``).
     n_features_in_ : int
 
     Examples
@@ -845,6 +993,8 @@ default="rbf"
         -------
         self
         """
+        if is_dask_collection(X):
+            return self._fit_dask(X, y, sample_weight)
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight, multi_output=True, y_numeric=True)
         Y = np.asarray(y, dtype=np.float64)
         self._single_output = Y.ndim == 1
@@ -853,6 +1003,59 @@ default="rbf"
             self.loo_mse_ = float(np.mean(np.square(self.loo_residuals_, dtype=np.float64)))
             if self._single_output:
                 self.loo_residuals_ = self.loo_residuals_.ravel()
+        return self
+
+    def _fit_dask(self, X, y, sample_weight):
+        from rkm._utils import dask_arrays
+
+        dX = self._dask_input(X, reset=True)
+        dY = dask_arrays.rows_like(y, dX)
+        if dY.dtype.kind not in "biuf":
+            raise ValueError(f"y: must hold real numbers, got dtype {dY.dtype}")
+        self._single_output = dY.ndim == 1
+        dY = dY.astype(np.float64)
+        dY = dY[:, None] if self._single_output else dY
+        dw = None if sample_weight is None else dask_arrays.rows_like(sample_weight, dX, "sample_weight")
+        if dw is not None and dw.ndim != 1:
+            raise ValueError(f"sample_weight: must be 1-D, got {dw.ndim}-D")
+        self._fit_dask_targets(dX, dY, dw)
+        return self
+
+    @available_if(_LSSVM._streams)
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> LSSVMRegressor:
+        """Add a batch of rows to a primal fit (eq. 3.15), for data that does not fit in memory at once.
+
+        The batches' feature moments and their cross-moments with the targets are merged exactly, so after the
+        last batch the model equals ``fit`` on all rows (to rounding) with the same fitted feature map. The
+        first call (on a new model, or after ``fit``) fits a clone of ``feature_map`` on its batch: a
+        ``Nystroem`` map draws its landmarks from that batch alone (make it a shuffled, representative one;
+        ``RandomFourierFeatures`` need no rows). Each call costs the batch's features and their scatter;
+        the m x m solve runs once, when ``coef_``, ``intercept_`` or a prediction is next needed. Needs a
+        ``feature_map``; ``loo`` and ``robust`` need every row at once and are refused.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_batch, n_features)
+        y : array-like of shape (n_batch,) or (n_batch, n_outputs)
+            The same number of outputs in every batch.
+        sample_weight : array-like of shape (n_batch,), default=None
+            Non-negative weights of the batch's rows (as in :meth:`fit`).
+
+        Returns
+        -------
+        self
+        """
+        first = self._start_partial_fit()
+        X, y, sample_weight = self._validate_fit_data(
+            X, y, sample_weight, reset=first, multi_output=True, y_numeric=True
+        )
+        Y = np.asarray(y, dtype=np.float64)
+        if first:
+            self._single_output = Y.ndim == 1
+        elif (Y.ndim == 1) != self._single_output:
+            raise ValueError(f"y: must be {'1-D' if self._single_output else '2-D'} as in the first batch")
+        self._partial_fit_targets(X, Y.reshape(X.shape[0], -1), sample_weight, first)
         return self
 
     def __sklearn_tags__(self):
@@ -872,6 +1075,9 @@ default="rbf"
         -------
         ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
+        if is_dask_collection(X):
+            n_out = None if self._single_output else self.intercept_.shape[0]
+            return self._map_dask(X, "predict", n_out)
         outputs = self._outputs(X)
         return outputs.ravel() if self._single_output else outputs
 
@@ -1005,6 +1211,8 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         -------
         self
         """
+        if is_dask_collection(X):
+            return self._fit_dask(X, y, sample_weight)
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
@@ -1034,6 +1242,76 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             self.calibration_ = fit_platt(folds, X, y, sample_weight=sample_weight, cv=cv)
         return self
 
+    def _fit_dask(self, X, y, sample_weight):
+        from rkm._utils import dask_arrays
+
+        if self.probability:
+            raise ValueError("probability: Platt scaling's internal cross-validation needs the data in memory")
+        dX = self._dask_input(X, reset=True)
+        dy = dask_arrays.rows_like(y, dX)
+        if dy.ndim != 1:
+            raise ValueError(f"y: must be 1-D (one label per row), got {dy.ndim}-D")
+        classes = np.unique(np.asarray(dask_arrays._import_dask().array.unique(dy)))
+        check_classification_targets(classes)
+        if classes.size < 2:
+            raise ValueError(f"y: needs at least two classes, got 1 class ({classes[0]!r})")
+        self.classes_, self.codes_ = classes, class_codes(classes.size, self.coding)
+        dY = dy.map_blocks(
+            functools.partial(_coded_labels, classes=self.classes_, codes=self.codes_),
+            new_axis=1,
+            chunks=(dy.chunks[0], (self.codes_.shape[1],)),
+            dtype=np.float64,
+            meta=np.empty((0, self.codes_.shape[1])),
+        )
+        dw = None if sample_weight is None else dask_arrays.rows_like(sample_weight, dX, "sample_weight")
+        self._fit_dask_targets(dX, dY, dw)
+        if self.solver_ != "primal":
+            self.H_ = np.asarray(dY, dtype=self.dual_coef_.dtype) * self.dual_coef_  # h_i = D_yi h_D,i
+        return self
+
+    @available_if(_LSSVM._streams)
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(
+        self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None, sample_weight: ArrayLike | None = None
+    ) -> LSSVMClassifier:
+        """Add a batch of rows to a primal fit (eq. 3.22 in the primal), for data that does not fit in memory.
+
+        As :meth:`LSSVMRegressor.partial_fit`, for the coded labels: the first call (on a new model, or after
+        ``fit``) fits the feature map on its batch and needs ``classes``; the model equals ``fit`` on all rows
+        with the same fitted feature map. ``probability`` (its internal cross-validation) is refused.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_batch, n_features)
+        y : array-like of shape (n_batch,)
+            Labels, each one of ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every label the batches may hold (at least two): required on the first call, optional after (it
+            must then name the same classes), as scikit-learn's ``partial_fit`` takes it.
+        sample_weight : array-like of shape (n_batch,), default=None
+            Non-negative weights of the batch's rows.
+
+        Returns
+        -------
+        self
+        """
+        if self.probability:
+            raise ValueError("probability: Platt scaling's internal cross-validation needs every row at once (use fit)")
+        first = self._start_partial_fit()
+        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight, reset=first)
+        check_classification_targets(y)
+        if first:
+            if classes is None:
+                raise ValueError("classes: must be given on the first call of partial_fit (every label y may hold)")
+            classes = np.unique(np.asarray(classes))
+            if classes.size < 2:
+                raise ValueError(f"classes: needs at least two classes, got {classes.tolist()!r}")
+            self.classes_, self.codes_ = classes, class_codes(classes.size, self.coding)
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError(f"classes: must equal the classes of the first call, {self.classes_.tolist()!r}")
+        self._partial_fit_targets(X, _coded_labels(y, self.classes_, self.codes_), sample_weight, first)
+        return self
+
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """The outputs (1/eta) sum_j D_yj h_j K(x_j, x) + b of eq. 3.23 (before the sign).
 
@@ -1043,10 +1321,14 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             For more classes: one-vs-all, each class's own output; minimum output, the outputs' inner product
             with each class's codeword. The predicted class has the largest score.
         """
+        if is_dask_collection(X):
+            return self._map_dask(X, "decision_function", None if self.classes_.size == 2 else self.classes_.size)
         return class_scores(self._outputs(X), self.codes_, self.coding)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Class labels: the sign of eq. 3.23 for two classes, the codeword nearest the outputs beyond."""
+        if is_dask_collection(X):
+            return self._map_dask(X, "predict", None, self.classes_.dtype)
         scores = self.decision_function(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[indices]
@@ -1075,6 +1357,8 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             Columns in the order of ``classes_``.
         """
         check_is_fitted(self, "calibration_")
+        if is_dask_collection(X):
+            return self._map_dask(X, "predict_proba", self.classes_.size, np.float64)
         return self.calibration_.predict_proba(self.decision_function(X))
 
     @available_if(_check_probability)
