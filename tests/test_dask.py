@@ -64,6 +64,16 @@ FEATURE_MAPS = {
 }
 
 
+class FunctionTransformerLike:
+    """A transformer that is not one of rkm's explicit feature maps."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return X
+
+
 @pytest.fixture(params=sorted(FEATURE_MAPS))
 def feature_map(request):
     return FEATURE_MAPS[request.param]
@@ -411,16 +421,6 @@ def test_lssvm_on_a_dask_dataframe_keeps_the_feature_names(client, X, targets):
         model.predict(ddf.rename(columns={"x0": "z"}))
 
 
-class FunctionTransformerLike:
-    """A transformer that is not one of rkm's explicit feature maps."""
-
-    def fit(self, X, y=None):
-        return self
-
-    def transform(self, X):
-        return X
-
-
 @pytest.mark.parametrize(
     "model, message",
     [
@@ -454,3 +454,88 @@ def test_lssvm_on_dask_checks_its_inputs(X, targets):
         model.fit(as_dask(X), y)
     with pytest.raises(ValueError, match="^X: has 5 features, but LSSVMRegressor is expecting 6"):
         model.predict(da.from_array(X[:, :5], chunks=(ROW_CHUNKS, 5)))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# End to end: the multi-view and generative RKMs and the forecaster on Dask views
+
+
+@pytest.fixture(scope="module")
+def two_views():
+    rng = np.random.default_rng(5)
+    t = rng.uniform(0.0, 6.0, (N_SAMPLES, 1))
+    return [np.hstack([t, t**2 / 6]), np.hstack([np.sin(t), np.cos(t)]) + 0.05 * rng.normal(size=(N_SAMPLES, 2))]
+
+
+def dask_views(views):
+    # Views chunked differently: the fit rechunks them alike.
+    return [as_dask_rows(views[0]), as_dask_rows(views[1], (200, 200))]
+
+
+@pytest.mark.parametrize("name", ["nystroem-uniform", "rff"])
+def test_multiview_on_dask_equals_in_memory(client, two_views, name):
+    kernel = (FEATURE_MAPS[name](), "linear")
+    expected = rkm.MultiViewRKM(3, kernel=kernel, eta=(1.0, 0.5), solver="primal_eig").fit(two_views)
+    model = rkm.MultiViewRKM(3, kernel=kernel, eta=(1.0, 0.5), random_state=0).fit(dask_views(two_views))
+    assert model.solver_ == "primal_eig"
+    assert_allclose(model.eigenvalues_, expected.eigenvalues_, rtol=1e-10)
+    assert_close_to_scale(model.H_, expected.H_, 1e-10)
+    transformed = model.transform(dask_views(two_views))
+    assert dask_arrays.is_dask_array(transformed) and transformed.chunks[0] == ROW_CHUNKS
+    assert_close_to_scale(transformed.compute(), expected.transform(two_views), 1e-10)
+    inferred = model.predict_view([as_dask_rows(two_views[0]), None], missing=1)
+    assert_close_to_scale(inferred.compute(), expected.predict_view([two_views[0], None], missing=1), 1e-10)
+    latent = model.predict_latent([as_dask_rows(two_views[0]), None], missing=1)
+    assert_close_to_scale(latent.compute(), expected.predict_latent([two_views[0], None], missing=1), 1e-10)
+    # The map view's pre-images come from a sample of the rows (here all of them: fewer than RESERVOIR_ROWS).
+    assert_array_equal(model._views[0].X, two_views[0])
+
+
+def test_multiview_on_one_dask_array_split_by_columns(client, two_views):
+    X = np.hstack(two_views)
+    kernel = (RandomFourierFeatures(n_components=30, random_state=0), "linear")
+    expected = rkm.MultiViewRKM(2, kernel=kernel, view_columns=2, solver="primal_eig").fit(X)
+    model = rkm.MultiViewRKM(2, kernel=kernel, view_columns=2).fit(da.from_array(X, chunks=(ROW_CHUNKS, 4)))
+    assert model.n_features_in_ == 4 and len(model.view_columns_) == 2
+    assert_close_to_scale(model.H_, expected.H_, 1e-10)
+    assert_close_to_scale(model.transform(da.from_array(X, chunks=(100, 4))).compute(), expected.transform(X), 1e-10)
+
+
+def test_genrkm_on_dask_trains_and_samples(client, two_views):
+    kernel = (RandomFourierFeatures(n_components=40, gamma=0.5, random_state=0), "linear")
+    params = dict(kernel=kernel, n_mixture=2, random_state=0)
+    expected = rkm.GenRKM(2, solver="primal_eig", **params).fit(two_views)
+    model = rkm.GenRKM(2, **params).fit(dask_views(two_views))
+    assert_close_to_scale(model.H_, expected.H_, 1e-10)
+    assert_close_to_scale(model.mixture_.means_, expected.mixture_.means_, 1e-6)
+    generated = model.sample(3, random_state=1)
+    # The linear view is decoded exactly, whatever rows the smoother of view 0 averages.
+    assert_close_to_scale(generated[1], expected.sample(3, random_state=1)[1], 1e-6)
+    assert generated[0].shape == (3, 2)
+
+
+def test_forecaster_on_a_dask_series_equals_in_memory(client):
+    t = np.arange(N_SAMPLES)
+    series = np.column_stack([np.sin(0.05 * t) + 0.3 * np.sin(0.21 * t), np.cos(0.07 * t)]) * 3 + 1
+    params = dict(n_components=3, feature_map=RandomFourierFeatures(n_components=60, gamma=0.1, random_state=0))
+    expected = rkm.RKMForecaster(6, solver="primal_eig", **params).fit(series)
+    model = rkm.RKMForecaster(6, **params).fit(as_dask_rows(series))
+    assert_allclose(model.mean_, expected.mean_, rtol=1e-12)
+    assert_allclose(model.scale_, expected.scale_, rtol=1e-12)
+    assert_allclose(model.window_, expected.window_, rtol=1e-12)
+    assert_close_to_scale(model.predict(10), expected.predict(10), 1e-9)
+
+
+def test_multiview_on_dask_refuses(client, two_views):
+    with pytest.raises(ValueError, match="^kernel: a Dask fit runs the primal, which needs explicit feature maps"):
+        rkm.MultiViewRKM(2).fit(dask_views(two_views))
+    with pytest.raises(ValueError, match="^solver: a Dask fit runs the primal, not 'dual_eig'"):
+        rkm.MultiViewRKM(2, kernel="linear", solver="dual_eig").fit(dask_views(two_views))
+    with pytest.raises(ValueError, match="^kernel: a Dask fit fits rkm's explicit maps"):
+        rkm.MultiViewRKM(2, kernel=(FunctionTransformerLike(), "linear")).fit(dask_views(two_views))
+    with pytest.raises(ValueError, match=r"^views: all views need the same number of rows, got \[400, 10\]"):
+        rkm.MultiViewRKM(2, kernel="linear").fit([as_dask_rows(two_views[0]), as_dask_rows(two_views[1][:10], (10,))])
+    bad = two_views[1].copy()
+    bad[33, 1] = np.inf
+    with pytest.raises(ValueError, match="^views: contains NaN or infinity"):
+        rkm.MultiViewRKM(2, kernel="linear").fit([as_dask_rows(two_views[0]), as_dask_rows(bad)])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from rkm import KernelPCA, LSSVMClassifier, LSSVMRegressor
+from rkm import GenRKM, KernelPCA, LSSVMClassifier, LSSVMRegressor, MultiViewRKM
 from rkm._utils import primal
 from rkm._utils.streaming import RESERVOIR_ROWS, Reservoir
 from rkm.features import Nystroem, RandomFourierFeatures
@@ -313,3 +313,88 @@ def test_kernel_pca_partial_fit_needs_a_feature_map():
         with pytest.raises(ValueError, match="^n_samples = 1: a centred kernel PCA needs at least 2 samples"):
             one_row.transform(np.ones((1, 2)))
     assert one_row.partial_fit(np.zeros((1, 2))).eigenvalues_.shape == (1,)
+
+
+# ---------------------------------------------------------------------------------------------- multi-view
+
+
+def _two_views(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0.0, 6.0, (n, 1))
+    return [np.hstack([t, t**2 / 6]), np.sin(t) + 0.05 * rng.normal(size=(n, 1))]
+
+
+def _aligned(actual, expected):
+    """actual with each column's sign matched to expected's (a streamed fit orients components by U)."""
+    return actual * np.where(np.sum(actual * expected, axis=0) < 0, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("solver", ["auto", "primal_stiefel"])
+def test_multiview_partial_fit_equals_fit(solver):
+    views = _two_views()
+    kernel = (RandomFourierFeatures(120, gamma=0.5, random_state=0), "linear")
+    model = MultiViewRKM(3, kernel=kernel, eta=(1.0, 0.5), solver=solver, random_state=0)
+    for rows in _batches(3000, 6, seed=3):
+        model.partial_fit([V[rows] for V in views])
+    reference = MultiViewRKM(3, kernel=kernel, eta=(1.0, 0.5), solver="primal_eig" if solver == "auto" else solver)
+    reference.set_params(random_state=0).fit(views)
+    assert model.solver_ == ("primal_eig" if solver == "auto" else solver) and model.n_samples_seen_ == 3000
+    rtol = 1e-10 if solver == "auto" else 1e-7
+    assert_close_to_scale(model.eigenvalues_, reference.eigenvalues_, rtol)
+    new = [V[:100] for V in _two_views(100, seed=1)]
+    assert_close_to_scale(_aligned(model.transform(new), reference.transform(new)), reference.transform(new), rtol)
+    for v in range(2):
+        assert_close_to_scale(_aligned(model.U_[v], reference.U_[v]), reference.U_[v], rtol)
+    # The inferred output view does not depend on the signs.
+    assert_close_to_scale(model.predict_view([new[0], None], 1), reference.predict_view([new[0], None], 1), rtol)
+
+
+def test_multiview_partial_fit_keeps_a_reservoir_and_orients_by_u():
+    views = _two_views(RESERVOIR_ROWS + 1000)
+    views[1] = np.hstack([views[1], np.cos(views[0][:, :1])])  # two output columns determine two components
+    model = MultiViewRKM(2, kernel=(RandomFourierFeatures(60, random_state=0), "linear"), random_state=0)
+    for rows in _batches(views[0].shape[0], 3):
+        model.partial_fit([V[rows] for V in views])
+    assert model.H_.shape == (RESERVOIR_ROWS, 2)
+    stacked = np.vstack(model.U_)
+    assert np.all(stacked[np.argmax(np.abs(stacked), axis=0), [0, 1]] > 0)
+    sample = model._views[0].X
+    assert sample.shape == (RESERVOIR_ROWS, 2) and all((views[0] == row).all(axis=1).any() for row in sample[:20])
+    assert_close_to_scale(model.H_, model.transform([sample, model._views[1].X]))
+    assert model.predict_view([None, views[1][:5]], 0).shape == (5, 2)  # the smoother over the reservoir
+
+
+def test_multiview_partial_fit_on_one_array_and_its_checks():
+    views = _two_views(500)
+    X = np.hstack(views)
+    model = MultiViewRKM(2, kernel=("linear", "linear"), view_columns=[[0, 1], [2]])
+    model.partial_fit(X[:200]).partial_fit(X[200:])
+    reference = MultiViewRKM(2, kernel=("linear", "linear"), view_columns=[[0, 1], [2]], solver="primal_eig").fit(X)
+    assert_close_to_scale(model.eigenvalues_, reference.eigenvalues_)
+    with pytest.raises(ValueError, match="X has 2 features, but MultiViewRKM is expecting 3 features"):
+        model.partial_fit(X[:10, :2])
+    with pytest.raises(AttributeError, match="has no attribute 'partial_fit'"):
+        MultiViewRKM(2).partial_fit(views)
+    with pytest.raises(ValueError, match="^solver: partial_fit runs the primal, not 'dual_eig'"):
+        MultiViewRKM(2, kernel="linear", solver="dual_eig").partial_fit(views)
+    with pytest.raises(ValueError, match="^n_components: must be at most the summed feature dimension d = 3"):
+        MultiViewRKM(4, kernel="linear").partial_fit(views)
+
+
+def test_genrkm_partial_fit_samples_from_the_reservoirs_latents():
+    views = _two_views(1500)
+    labels = np.eye(2)[(views[1][:, 0] > 0).astype(int)]
+    model = GenRKM(
+        3,
+        kernel=(RandomFourierFeatures(60, gamma=0.5, random_state=0), "linear"),
+        n_mixture=2,
+        label_views=[1],
+        random_state=0,
+    )
+    for rows in _batches(1500, 4):
+        model.partial_fit([views[0][rows], labels[rows]])
+    generated, generated_labels = model.sample(5, random_state=0)
+    assert generated.shape == (5, 2) and generated_labels.shape == (5, 2)
+    assert model.mixture_.means_.shape == (2, 3)
+    with pytest.raises(ValueError, match=r"^views\[1\]: a label view"):
+        model.partial_fit([views[0][:3], np.zeros((3, 2))])

@@ -28,6 +28,7 @@ import math
 import sys
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from rkm import _core
 from rkm._utils import primal
@@ -249,6 +250,83 @@ def _aligned_row_blocks(dX, *arrays):
 def _flat_blocks(array):
     blocks = array.to_delayed()
     return blocks.reshape(blocks.shape[0], -1)[:, 0]
+
+
+def _block_views_moments(features, *blocks):
+    for block in blocks:
+        _check_finite(block, "views")
+    stream = primal.MomentStream(features)
+    stream.add(list(blocks))
+    return stream.moments()
+
+
+def views_moments(features, arrays):
+    """The moments of the features of several views chunked alike, as one map-reduce: each partition's rows of
+    every view give ``features.transform(blocks)`` and their moments on a worker, merged in a binary tree.
+
+    Parameters
+    ----------
+    features : object with ``transform(list of blocks) -> (n_rows, m) array``
+        Such as a multi-view model's concatenated explicit features; shipped to the workers once.
+    arrays : list of dask.array.Array with the same row chunks (:func:`rows_like`)
+
+    Returns
+    -------
+    rkm._utils.primal.FeatureMoments
+    """
+    dask = _import_dask()
+    shared = _shared(features)
+    moments = dask.delayed(_block_views_moments, pure=True)
+    parts = [moments(shared, *blocks) for blocks in _aligned_row_blocks(*arrays)]
+    (total,) = dask.compute(_tree_reduce(parts, dask.delayed(_combine, pure=True)))
+    return total
+
+
+def _views_then(func, n_arrays, dtype, n_out, *arguments):
+    blocks, shared = arguments[:n_arrays], arguments[n_arrays:]
+    if blocks[0].shape[0] == 0:
+        return np.empty((0, n_out), dtype=dtype)
+    for block in blocks:
+        _check_finite(block, "views")
+    return np.asarray(func(list(blocks), *shared), dtype=dtype)
+
+
+def map_views(func, arrays, n_out, dtype, *shared):
+    """``func(list of blocks, *shared)`` over the row partitions of several views chunked alike, as a lazy Dask
+    array of shape (n_samples, n_out) with their row chunks (the views' analogue of :func:`transform_blocks`)."""
+    dask_array = _import_dask().array
+    dtype = np.dtype(dtype)
+    return dask_array.map_blocks(
+        functools.partial(_views_then, func, len(arrays), dtype, n_out),
+        *arrays,
+        *(_shared(value) for value in shared),
+        chunks=(arrays[0].chunks[0], (n_out,)),
+        dtype=dtype,
+        meta=np.empty((0, n_out), dtype=dtype),
+    )
+
+
+def sample_rows(arrays, n_rows, random_state):
+    """A uniform sample without replacement of min(n_rows, n_samples) rows of every array (the same rows),
+    sorted, gathered as NumPy arrays."""
+    dask = _import_dask()
+    n_samples = arrays[0].shape[0]
+    rng = np.random.RandomState(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    indices = np.sort(rng.choice(n_samples, size=min(n_rows, n_samples), replace=False))
+    return [np.ascontiguousarray(rows) for rows in dask.compute(*(array[indices] for array in arrays))]
+
+
+def is_finite(dX):
+    """Whether every entry of a Dask array is finite, as a lazy Dask scalar."""
+    return _import_dask().array.isfinite(dX).all()
+
+
+def concatenate_columns(arrays):
+    """Dask arrays with the same rows side by side, rechunked to the first's row chunks (slices of one array at
+    different offsets have different chunks)."""
+    dask_array = _import_dask().array
+    chunks = arrays[0].chunks[0]
+    return dask_array.concatenate([array.rechunk({0: chunks, 1: -1}) for array in arrays], axis=1)
 
 
 def is_dask_collection(X):

@@ -190,7 +190,7 @@ class _ShiftedSums:
         return FeatureMoments(self.n, self.shift + offset, scatter, self.target_shift + target_offset, cross)
 
 
-def _check_block_rows(block_rows, n_features_out):
+def check_block_rows(block_rows, n_features_out):
     """Rows per block: given, or as many as BLOCK_BYTES of float64 features hold."""
     if block_rows is None:
         return max(1, BLOCK_BYTES // (8 * max(n_features_out, 1)))
@@ -203,7 +203,7 @@ def _blocks(feature_map, X, block_rows):
     """The data as an array (possibly with no rows, as a partition may be), and the slices of its row blocks."""
     check_is_fitted(feature_map)
     X = check_array(X, dtype=list(FLOAT_DTYPES), order="C", ensure_min_samples=0, input_name="X")
-    step = _check_block_rows(block_rows, feature_map._n_features_out)
+    step = check_block_rows(block_rows, feature_map._n_features_out)
     return X, [slice(start, min(start + step, X.shape[0])) for start in range(0, X.shape[0], step)]
 
 

@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from rkm import stiefel
+from rkm._utils.dask_arrays import is_dask_collection
 from rkm._utils.progress import Progress
 from rkm._utils.validation import (
     COUNT,
@@ -273,18 +274,17 @@ class RKMForecaster(BaseEstimator):
         self.n_threads = n_threads
         self.verbose = verbose
 
-    def _check_params_vs_input(self, values):
-        """The rules that need the series: enough time steps for two training pairs, values whose kernels fit in
-        float64 when they are not standardized; and the kernels' parameters (named after this estimator's
-        arguments: kernel, gamma, ..., output_kernel)."""
-        n_steps, n_series = values.shape
+    def _check_params_vs_input(self, n_steps, n_series, largest):
+        """The rules that need the series (n_steps x n_series, of largest magnitude `largest`): enough time steps
+        for two training pairs, values whose kernels fit in float64 when they are not standardized; and the
+        kernels' parameters (named after this estimator's arguments: kernel, gamma, ..., output_kernel)."""
         if n_steps < self.lag + 2:
             raise ValueError(
                 f"series: needs at least lag + 2 = {self.lag + 2} time steps (two windows of lag = {self.lag} values "
                 f"and the values that follow them), got {n_steps} sample(s)"
             )
         # A window's squared norm (and squared distance, up to 4x that) must stay below the largest float64.
-        largest, limit = float(np.abs(values).max()), np.sqrt(np.finfo(np.float64).max / (4.0 * self.lag * n_series))
+        limit = np.sqrt(np.finfo(np.float64).max / (4.0 * self.lag * n_series))
         if not self.standardize and largest > limit:
             raise ValueError(
                 f"series: values up to {largest:.3g} overflow float64 in the kernels of the windows (their squared "
@@ -336,24 +336,57 @@ class RKMForecaster(BaseEstimator):
             The fitted forecaster.
         """
         self._progress = Progress(type(self).__name__, self.verbose)
-        values = _check_series(series)
-        self._check_params_vs_input(values)
-        lag = self.lag
         self._one_dimensional = np.ndim(series) == 1
-        self.n_series_ = self.n_features_in_ = values.shape[1]
-        if self.standardize:
-            self.mean_, scale = _mean_and_std(values, self.ddof)
-            self.scale_ = np.where(scale > 0, scale, 1.0)
+        if is_dask_collection(series):
+            standardized, pairs = self._dask_pairs(series)
         else:
-            self.mean_, self.scale_ = np.zeros(self.n_series_), np.ones(self.n_series_)
-        standardized = (values - self.mean_) / self.scale_
-        self._progress(f"{values.shape[0] - lag} windows of {lag} values of {self.n_series_} series")
-        self.model_ = self._model().fit(list(_lagged_pairs(standardized, lag)))
+            values = _check_series(series)
+            self._check_params_vs_input(*values.shape, float(np.abs(values).max()))
+            self._standardization(*_mean_and_std(values, self.ddof), values.shape[1])
+            standardized = (values - self.mean_) / self.scale_
+            pairs = list(_lagged_pairs(standardized, self.lag))
+        self._progress(f"{pairs[0].shape[0]} windows of {self.lag} values of {self.n_series_} series")
+        self.model_ = self._model().fit(pairs)
         self.feature_map_ = None if self.feature_map is None else self.model_._views[0].source
         self.eigenvalues_ = self.model_.eigenvalues_
         self.solver_ = self.model_.solver_
-        self.window_ = standardized[-lag:].copy()
+        self.window_ = np.array(standardized[-self.lag :], dtype=np.float64)
         return self
+
+    def _standardization(self, mean, std, n_series):
+        """n_series_, and mean_ and scale_ from the series' mean and standard deviation (0 and 1 without
+        standardize)."""
+        self.n_series_ = self.n_features_in_ = n_series
+        if self.standardize:
+            self.mean_, self.scale_ = mean, np.where(std > 0, std, 1.0)
+        else:
+            self.mean_, self.scale_ = np.zeros(n_series), np.ones(n_series)
+
+    def _dask_pairs(self, series):
+        """A Dask series (T,) or (T, n_series), chunked along time: its statistics from one pass, and the lagged
+        windows and next values as Dask views with the same row chunks (each window column a shifted slice)."""
+        import dask
+
+        from rkm._utils import dask_arrays
+
+        values, _ = dask_arrays.as_dask_array(series, "series")
+        values = dask_arrays.check_dask_array(values.reshape(values.shape[0], -1), "series")
+        # Dask's reductions fail on empty partitions: leave them out.
+        values = values.rechunk({0: tuple(size for size in values.chunks[0] if size) or values.shape[0]})
+        n_steps, n_series = values.shape
+        magnitude, finite = dask.compute(abs(values).max(axis=0), dask_arrays.is_finite(values))
+        if not finite:
+            raise ValueError("series: contains NaN or infinity")
+        self._check_params_vs_input(n_steps, n_series, float(magnitude.max()))
+        # As _mean_and_std: the statistics of the values divided by their largest magnitude.
+        magnitude = np.where(magnitude > 0, magnitude, 1.0)
+        scaled = values / magnitude
+        mean, std = dask.compute(scaled.mean(axis=0), scaled.std(axis=0, ddof=self.ddof))
+        self._standardization(mean * magnitude, std * magnitude, n_series)
+        standardized = (values - self.mean_) / self.scale_
+        lag, n_pairs = self.lag, n_steps - self.lag
+        windows = dask_arrays.concatenate_columns([standardized[k : k + n_pairs] for k in range(lag)])
+        return standardized, [windows, standardized[lag:]]
 
     def predict(self, steps: int, context: ArrayLike | None = None) -> np.ndarray:
         """Forecast the next `steps` values, feeding each prediction back: after the training series, or after

@@ -178,9 +178,15 @@ class GenRKM(LatentGenerationMixin, MultiViewRKM):
         check_label_views(self.label_views, arrays)
         return sources
 
-    def _fit(self, views):
-        super()._fit(views)
+    # partial_fit's deferred solve also fits the mixture (on the reservoir's latents).
+    _deferred_attributes = (*MultiViewRKM._deferred_attributes, "mixture_", "latent_scale_")
+
+    def _finish_fit(self, views):
+        super()._finish_fit(views)
         self._fit_mixture(self.H_)
+
+    def _check_batch(self, arrays):
+        check_label_views(self.label_views, arrays)
 
     # ------------------------------------------------------------------ generation
 

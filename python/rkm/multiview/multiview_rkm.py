@@ -21,6 +21,7 @@ inferred from the others by eq. 15 (primal) or eq. 16 (dual) followed by a pre-i
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import numbers
 from collections.abc import Sequence
@@ -32,14 +33,15 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core, stiefel
-from rkm._utils import eigen
+from rkm._utils import eigen, primal
 from rkm._utils.device import check_device, require_cuda
 from rkm._utils.eigen import sign_flips
-from rkm._utils.primal import FeatureMoments
 from rkm._utils.progress import Progress
+from rkm._utils.streaming import RESERVOIR_ROWS, DeferredSolveMixin, Reservoir
 from rkm._utils.threads import blas_threads, thread_count
 from rkm._utils.validation import (
     COUNT,
@@ -212,6 +214,95 @@ def _explicit_features(source, X, name):
     return np.ascontiguousarray(Phi)
 
 
+def _holds_dask(views):
+    """Whether views are Dask collections: one array or DataFrame, or a list with a Dask entry."""
+    from rkm._utils.dask_arrays import is_dask_collection
+
+    if isinstance(views, (list, tuple)):
+        return any(is_dask_collection(X) for X in views)
+    return is_dask_collection(views)
+
+
+def _explicit_entry(entry):
+    """Whether an entry of ``kernel`` is an explicit feature map: "linear" (or a linear Kernel) or a transformer."""
+    if isinstance(entry, (str, Kernel)):
+        try:
+            return kernel_spec(entry)[0] == "linear"
+        except ValueError:
+            return False
+    return hasattr(entry, "fit") and hasattr(entry, "transform")
+
+
+def _block_features(view, X):
+    """The explicit features of a block of rows of a view, dense float64: X itself for a linear view."""
+    if view.kind == "linear":
+        return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    return _explicit_features(view.source, X, view.name)
+
+
+def _training_features(view):
+    """An explicit view's training features and their mean (the dual's K_v = Phi_v Phi_v^T and U_v)."""
+    if view.kind == "linear":
+        view.features = view.X
+    elif view.kind == "map":
+        view.features = _explicit_features(view.source, view.X, view.name)
+    if view.explicit:
+        view.mean = np.asarray(view.features.mean(axis=0), dtype=np.float64).reshape(-1)
+
+
+class _ViewFeatures:
+    """The primal's features of a block of rows of every view, [phi_1 / sqrt(eta_1), ..., phi_V / sqrt(eta_V)]
+    side by side (their covariance is the primal twin of sum_v K_v / eta_v), for
+    :class:`rkm._utils.primal.MomentStream`. It holds the views' maps only, not their data."""
+
+    def __init__(self, views):
+        self.views = [_View(view.kind, view.source, None, name=view.name, eta=view.eta) for view in views]
+        self.width = sum(view.dim for view in views)
+
+    def transform(self, blocks):
+        parts = [_block_features(view, X) for view, X in zip(self.views, blocks, strict=True)]
+        return np.hstack(
+            [part if view.eta == 1.0 else part * view.eta**-0.5 for view, part in zip(self.views, parts, strict=True)]
+        )
+
+
+def _primal_rows(views, gamma, blocks):
+    """For a block of rows of every view: the hidden features h = Gamma^(-1) sum_v U_v^T phi_c,v / eta_v (eq. 6),
+    and for each map view its projections Phi_c,v U_v and column means phi_v^T mean_v (the predicted similarities
+    of a missing view to these rows)."""
+    scores, projections, column_means = 0.0, [], []
+    for view, X in zip(views, blocks, strict=True):
+        Phi = _block_features(view, X)
+        projection = Phi @ view.U - view.mean @ view.U
+        scores = scores + projection / view.eta
+        if view.kind == "map":
+            projections.append(projection)
+            column_means.append(Phi @ view.mean)
+    return np.linalg.solve(gamma, scores.T).T, projections, column_means
+
+
+def _hidden_rows(blocks, views, gamma):
+    """The hidden features of a block of rows of every view (a Dask task of the second pass)."""
+    return _primal_rows(views, gamma, blocks)[0]
+
+
+def _call_method(blocks, model, method, absent=(), **options):
+    """model.<method>(views, **options) on one partition of Dask views, None at the positions `absent`."""
+    views = list(blocks)
+    for v in absent:
+        views.insert(v, None)
+    return getattr(model, method)(views, **options)
+
+
+def _stacked(parts):
+    """The row blocks of (H, projections, column means) of :meth:`MultiViewRKM._primal_rows` stacked."""
+    parts = list(parts)
+    H = np.vstack([part[0] for part in parts])
+    projections = [np.vstack(blocks) for blocks in zip(*(part[1] for part in parts), strict=True)]
+    column_means = [np.concatenate(blocks) for blocks in zip(*(part[2] for part in parts), strict=True)]
+    return H, projections, column_means
+
+
 @functools.cache
 def _kernel_matrix_takes_sparse(name):
     """Whether rkm.kernels.kernel_matrix computes the named kernel on scipy sparse input."""
@@ -249,7 +340,7 @@ def _symmetric_power(vectors, values, power):
     return (vectors * values**power) @ vectors.T
 
 
-class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Multi-view kernel PCA in the restricted kernel machine framework (Achten et al. 2023).
 
     Training finds s hidden features per sample shared by all views (the rows of H) and the interconnection
@@ -604,7 +695,10 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self._forget_fit()
         self._progress = Progress(type(self).__name__, self.verbose)
         try:
-            self._fit(views)
+            if _holds_dask(views):
+                self._fit_dask(views)
+            else:
+                self._fit(views)
         except BaseException:  # errors and Ctrl-C alike: never leave a half-fitted model
             self._forget_fit()
             raise
@@ -639,6 +733,8 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         return self.n_components
 
     def _forget_fit(self):
+        self._forget_stream()
+        self.__dict__.pop("_stream_views", None)
         for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
             delattr(self, name)
 
@@ -747,9 +843,15 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self._progress(f"solver {self.solver_!r} for {n} samples and {len(views)} views")
         with blas_threads(thread_count(self.n_threads)):
             if self.solver_.startswith("primal"):
-                self._fit_primal(views)
+                self._fit_primal(views, arrays)
             else:
+                for view in views:
+                    _training_features(view)
                 self._fit_dual(views)
+        self._finish_fit(views)
+
+    def _finish_fit(self, views):
+        """The fitted state common to every solver, once the views hold U_v, their couplings and pre-image data."""
         self._views = views
         self.n_views_ = len(views)
         self.U_ = [view.U for view in views]
@@ -762,18 +864,20 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             view.inference = np.linalg.eigh(self._gamma - view.coupling)
         self._fit_ridge_preimages(views)
 
-    def _fitted_view(self, source, X, label):
-        """The view of a resolved source and, for an explicit view, its training features and their mean."""
+    def _fitted_view(self, source, X, label, fit_map=None):
+        """The view of a resolved source, its explicit map fitted (by ``fit_map(map, X)``; None: ``map.fit(X)``)
+        and its feature dimension d_v known; the training features are formed where a solver needs them."""
         kind, source, gamma, name, eta, preimage = source
         view = _View(kind, source, X, gamma, name=name, label=label, eta=eta, preimage=preimage)
-        if kind == "linear":
-            view.features = X
-        elif kind == "map":
-            source.fit(X)
-            view.features = _explicit_features(source, X, name)
-        if view.explicit:
-            view.mean = np.asarray(view.features.mean(axis=0), dtype=np.float64).reshape(-1)
-            view.dim = view.features.shape[1]
+        if kind == "map":
+            if fit_map is None:
+                source.fit(X)
+            else:
+                fit_map(source, X)
+            # rkm's maps know their width; another transformer's is that of its features of a first row.
+            view.dim = source._n_features_out if primal.streams(source) else _block_features(view, X[:1]).shape[1]
+        elif kind == "linear":
+            view.dim = X.shape[1]
         return view
 
     def _kernel(self, view, X, Y=None):
@@ -899,43 +1003,54 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self._gamma = Gamma
         self._gamma_sqrt = _symmetric_power(self._gamma_basis, self.eigenvalues_, 0.5)
 
-    def _fit_primal(self, views):
-        """Algorithms 1 and 3: C from the centred concatenated features, U = U~ Gamma^(1/2), H by eq. 6."""
-        # A sparse linear view is densified here: C is a dense d x d matrix anyway.
-        Phi = np.hstack([view.features.toarray() if sp.issparse(view.features) else view.features for view in views])
-        Phi -= np.concatenate([view.mean for view in views])
-        # Features of view v scaled by eta_v^(-1/2): C is then the primal twin of sum_v (1/eta_v) K_v.
-        weights = np.concatenate([np.full(view.dim, view.eta**-0.5) for view in views])
-        weighted = any(view.eta != 1.0 for view in views)
-        Phi_w = Phi * weights if weighted else Phi
-        C = np.ascontiguousarray(FeatureMoments.from_block(Phi_w).scatter)
+    def _fit_primal(self, views, arrays):
+        """Algorithms 1 and 3, streamed over blocks of rows: C from the moments of the concatenated features,
+        U = U~ Gamma^(1/2), then a second pass for H (eq. 6) and the map views' pre-image statistics."""
+        features = _ViewFeatures(views)
+        stream = primal.MomentStream(features)
+        step = primal.check_block_rows(None, features.width)
+        blocks = [slice(start, start + step) for start in range(0, arrays[0].shape[0], step)]
+        for rows in blocks:
+            stream.add([X[rows] for X in arrays])
+        self._solve_primal(views, stream.moments())
+        H, projections, column_means = _stacked(
+            _primal_rows(views, self._gamma, [X[rows] for X in arrays]) for rows in blocks
+        )
+        self._store_primal(views, H, projections, column_means, self._flip_signs(H))
+
+    def _solve_primal(self, views, moments):
+        """The eigenproblem (or Stiefel problem) of the features' covariance C; sets each view's mean, U_v (of the
+        unweighted features, as the dual's Phi_c,v^T H, so pre-images ignore eta) and Gamma."""
+        C = np.ascontiguousarray(moments.scatter)
+        starts = np.cumsum([0] + [view.dim for view in views])
         if not np.all(np.isfinite(C)):
-            largest = [float(np.abs(view.features).max()) for view in views]
-            view = views[int(np.argmax(largest))]
-            raise ValueError(
-                f"{view.label}: the covariance of the features overflows float64 (feature values up to "
-                f"{max(largest):.3g}); scale the view down (e.g. standardize it)"
+            diagonal = np.diagonal(C)
+            view = next(
+                v for v, a, b in zip(views, starts, starts[1:], strict=False) if not np.isfinite(diagonal[a:b]).all()
             )
-        self._progress(f"covariance of {C.shape[0]} features")
+            raise ValueError(
+                f"{view.label}: the covariance of the features overflows float64; scale the view down (e.g. "
+                "standardize it)"
+            )
+        self._progress(f"covariance of {C.shape[0]} features from {moments.n} samples")
         U_tilde, Gamma = self._solve(C, "covariance C")
         self._store_gamma(Gamma)
         U = U_tilde @ self._gamma_sqrt if self.rescale else U_tilde
-        H = np.linalg.solve(Gamma, (Phi_w @ U).T).T
-        flips = self._flip_signs(H)
-        H, U = H * flips, U * flips
-        self.H_ = np.ascontiguousarray(H)
-        start = 0
-        for view in views:
-            stop = start + view.features.shape[1]
-            # U_v of the unweighted features (as the dual's Phi_c,v^T H), so pre-images ignore eta.
+        for view, start, stop in zip(views, starts, starts[1:], strict=False):
+            # The moments are those of the features scaled by eta_v^(-1/2) (the primal twin of sum_v K_v / eta_v).
+            view.mean = moments.mean[start:stop] * view.eta**0.5
             view.U = np.ascontiguousarray(U[start:stop] * view.eta**0.5)
+
+    def _store_primal(self, views, H, projections, column_means, flips):
+        """H_ and each view's U_v, coupling B_v = U_v^T U_v / eta_v and pre-image data, oriented by `flips`."""
+        self.H_ = np.ascontiguousarray(H * flips)
+        maps = iter(zip(projections, column_means, strict=True))
+        for view in views:
+            view.U = view.U * flips
             view.coupling = view.U.T @ view.U / view.eta
             if view.kind == "map":
-                view.projection = Phi[:, start:stop] @ view.U
-                view.column_means = view.features @ view.mean
-            # New points' features come from the map itself: the training ones are not needed any more.
-            view.features = None
-            start = stop
+                projection, view.column_means = next(maps)
+                view.projection = projection * flips
 
     def _centred_training_kernel(self, view):
         """M K_v M of one view, its column means and grand mean (Algorithm 2, steps 3-4)."""
@@ -964,6 +1079,237 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             view.coupling = (view.coupling + view.coupling.T) / 2
             if view.explicit:
                 view.U = np.asarray(view.features.T @ H) - np.outer(view.mean, column_sums)
+
+    # ------------------------------------------------------------------ Dask
+
+    def _dask_arrays(self, views, reset, missing=()):
+        """Views given as Dask arrays (a list, None at `missing`) or one Dask array or DataFrame split by
+        ``view_columns``: row-chunked float Dask arrays with the first view's row chunks. reset=True sets the
+        fitted view layout (view_columns_, n_features_in_), else checks against it."""
+        from rkm._utils import dask_arrays
+
+        if isinstance(views, (list, tuple)):
+            if reset:
+                self.view_columns_ = None
+                self.__dict__.pop("n_features_in_", None)
+            n_views = self._declared_views() if reset else self.n_views_
+            if n_views is not None and len(views) != n_views:
+                raise ValueError(f"views: got {len(views)} views but the model has {n_views}")
+            labels = [f"views[{v}]" for v in range(len(views))]
+            arrays = [
+                None
+                if v in missing
+                else dask_arrays.check_dask_array(dask_arrays.as_dask_array(X, labels[v])[0], labels[v])
+                for v, X in enumerate(views)
+            ]
+        else:
+            dX = dask_arrays.check_dask_array(dask_arrays.as_dask_array(views)[0])
+            if reset:
+                self.n_features_in_ = dX.shape[1]
+                self.view_columns_ = self._split_columns(dX.shape[1], self._declared_views())
+            elif dX.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X: has {dX.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                    "features as input"
+                )
+            labels = self._view_labels(len(self.view_columns_))
+            arrays = [None if v in missing else dX[:, columns] for v, columns in enumerate(self.view_columns_)]
+        given = [X for X in arrays if X is not None]
+        if len({X.shape[0] for X in given}) > 1:
+            raise ValueError(f"views: all views need the same number of rows, got {[X.shape[0] for X in given]}")
+        if not reset:
+            for v, X in enumerate(arrays):
+                if X is not None and X.shape[1] != self.input_dims_[v]:
+                    raise ValueError(f"{labels[v]}: has {X.shape[1]} columns, expected {self.input_dims_[v]}")
+        chunks = given[0].chunks[0]
+        arrays = [None if X is None else X.astype(np.float64).rechunk({0: chunks}) for X in arrays]
+        return arrays, labels
+
+    def _fit_dask(self, views):
+        """fit on Dask views: the primal's moments as one map-reduce over the row partitions, the hidden features
+        of every row from a second map, and a uniform sample of rows for the pre-images."""
+        from rkm._utils import dask_arrays
+
+        arrays, labels = self._dask_arrays(views, reset=True)
+        n = arrays[0].shape[0]
+        if n < 2:
+            raise ValueError(f"views: centring needs at least 2 samples (rows), got {n} sample")
+        sources = self._check_params_vs_input(arrays)
+        self._check_streamed_sources(sources, "a Dask fit")
+        views = [
+            self._fitted_view(source, X, label, fit_map=dask_arrays.fit_feature_map)
+            for source, X, label in zip(sources, arrays, labels, strict=True)
+        ]
+        self.solver_ = self._streamed_solver(views)
+        self._progress(f"solver {self.solver_!r} on Dask views, {n} samples")
+        moments = dask_arrays.views_moments(_ViewFeatures(views), arrays)
+        with blas_threads(thread_count(self.n_threads)):
+            self._solve_primal(views, moments)
+        lite = [dataclasses.replace(view, X=None) for view in views]
+        H = np.asarray(dask_arrays.map_views(_hidden_rows, arrays, self.n_components, np.float64, lite, self._gamma))
+        flips = self._flip_signs(H)
+        rows = dask_arrays.sample_rows(arrays, RESERVOIR_ROWS, self.random_state)
+        for view, X in zip(views, rows, strict=True):
+            view.X = X
+        _, projections, column_means = _primal_rows(views, self._gamma, rows)
+        self._store_primal(views, H, projections, column_means, flips)
+        self._finish_fit(views)
+
+    def _check_streamed_sources(self, sources, what):
+        """The solver and maps a streamed (partial_fit) or Dask fit can run: the primal, on explicit views."""
+        if self.solver.startswith("dual"):
+            raise ValueError(f"solver: {what} runs the primal, not {self.solver!r} (use fit on NumPy arrays)")
+        for index, (kind, source, *_rest) in enumerate(sources):
+            if kind in ("kernel", "callable"):
+                raise ValueError(
+                    f"kernel: {what} runs the primal, which needs explicit feature maps, but view {index} has an "
+                    "implicit kernel; use 'linear' or a map such as rkm.features.RandomFourierFeatures"
+                )
+            if what == "a Dask fit" and kind == "map" and not hasattr(source, "_sample_indices"):
+                raise ValueError(
+                    f"kernel: a Dask fit fits rkm's explicit maps (rkm.features.Nystroem, RandomFourierFeatures) from "
+                    f"the rows they need; view {index}'s {type(source).__name__} is not one"
+                )
+
+    def _streamed_solver(self, views):
+        """The primal solver of a streamed or Dask fit ("auto": "primal_eig"), n_components checked against d."""
+        solver = "primal_eig" if self.solver == "auto" else self.solver
+        dimension = sum(view.dim for view in views)
+        if self.n_components > dimension:
+            raise ValueError(
+                f"n_components: must be at most the summed feature dimension d = {dimension} for {solver!r}, got "
+                f"{self.n_components}"
+            )
+        return solver
+
+    def _map_dask(self, views, method, n_out, absent=(), **options):
+        """``self.<method>(views, **options)`` over the row partitions of Dask views (the views `absent` are not
+        read), as a lazy Dask array of shape (n, n_out)."""
+        from rkm._utils import dask_arrays
+
+        self._solve_now()  # the workers get the solved model, not the stream
+        arrays, _ = self._dask_arrays(views, reset=False, missing=absent)
+        given = [X for X in arrays if X is not None]
+        call = functools.partial(_call_method, method=method, absent=absent, **options)
+        return dask_arrays.map_views(call, given, n_out, np.float64, self)
+
+    # ------------------------------------------------------------------ streaming
+
+    # What the deferred solve of partial_fit sets (rkm._utils.streaming), private state included.
+    _deferred_attributes = (
+        "eigenvalues_",
+        "gamma_matrix_",
+        "H_",
+        "U_",
+        "rotation_",
+        "objective_",
+        "n_iter_",
+        "stiefel_result_",
+        "view_dims_",
+        "gamma_",
+        "preimages_",
+        "_views",
+        "_gamma",
+        "_gamma_sqrt",
+        "_gamma_basis",
+        "_ridge_inputs",
+    )
+
+    def _streams(self):
+        """partial_fit exists when every view's map is explicit: the primal accumulates their moments."""
+        entries = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
+        if not all(_explicit_entry(entry) for entry in entries):
+            raise AttributeError(
+                "partial_fit is available when every view has an explicit feature map ('linear' or a transformer "
+                "such as rkm.features.RandomFourierFeatures): the primal accumulates their moments, while an "
+                "implicit kernel needs every row at once"
+            )
+        return True
+
+    @available_if(_streams)
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(self, views: Sequence[ArrayLike] | ArrayLike, y: None = None) -> MultiViewRKM:
+        """Add a batch of rows of every view to a primal fit, for data that does not fit in memory at once.
+
+        Each call adds the batch's concatenated features to their streamed mean and covariance C (merged
+        exactly), so after the last batch ``eigenvalues_``, Gamma and the inferred views equal those of ``fit``
+        on all rows with the same fitted maps (to rounding), and ``U_`` and ``transform`` equal them up to the
+        sign of each component: the sign convention of ``fit`` (the largest entry of each column of H positive)
+        needs every row, so a streamed fit makes the largest entry of each column of the stacked U_v positive.
+        The first call (on a new model, or after ``fit``) fits each view's map on its batch (a Nyström map
+        draws its landmarks from it). The eigenproblem (or Stiefel problem) runs once, when a fitted attribute
+        or a prediction next needs it. solver "auto" is "primal_eig"; the dual solvers refuse.
+
+        What is kept of the rows: a uniform random sample of at most ``rkm._utils.streaming.RESERVOIR_ROWS``
+        (2000) rows of every view, drawn by reservoir sampling seeded by ``random_state``. It is the training
+        set of the pre-images (the kernel smoother averages its most similar rows; the ridge map is learned on
+        it), and ``H_`` holds its hidden features, not those of every row.
+
+        Parameters
+        ----------
+        views : list or tuple of array-like, or array-like of shape (n_batch, n_features)
+            As in :meth:`fit`, for a batch of rows; later batches must have the first one's views and columns.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
+        first = "_stream" not in self.__dict__
+        try:
+            if first:
+                self._forget_fit()
+                self._progress = Progress(type(self).__name__, self.verbose)
+                self._start_stream(views)
+            else:
+                self._add_batch(self._new_arrays(views))
+        except BaseException:
+            if first:
+                self._forget_fit()
+            raise
+        return self
+
+    def _start_stream(self, views):
+        """The first batch: the parameters checked, each view's map fitted on it, and the streamed sums started."""
+        arrays, labels = self._training_arrays(views)
+        sources = self._check_params_vs_input(arrays)
+        self._check_streamed_sources(sources, "partial_fit")
+        labels = labels or [f"views[{v}]" for v in range(len(arrays))]
+        views = [self._fitted_view(source, X, label) for source, X, label in zip(sources, arrays, labels, strict=True)]
+        self.solver_ = self._streamed_solver(views)
+        self.n_views_, self.input_dims_ = len(views), [X.shape[1] for X in arrays]
+        self._stream_views, self._stream = views, primal.MomentStream(_ViewFeatures(views))
+        self._reservoir, self.n_samples_seen_ = Reservoir(RESERVOIR_ROWS, self.random_state), 0
+        self._add_batch(arrays)
+
+    def _check_batch(self, arrays):
+        """Rules on every batch of partial_fit beyond the arrays' shapes (none here)."""
+
+    def _add_batch(self, arrays):
+        self._check_batch(arrays)
+        with blas_threads(thread_count(self.n_threads)):
+            self._stream.add(arrays)
+        self._reservoir.add(np.hstack([X.toarray() if sp.issparse(X) else X for X in arrays]))
+        self.n_samples_seen_ += arrays[0].shape[0]
+        self._defer_solve()
+
+    def _solve_stream(self):
+        """The primal problem of the streamed moments; the reservoir's rows give H_ and the pre-images' data."""
+        if self._stream.n < 2:
+            raise ValueError(f"views: centring needs at least 2 samples (rows), got {self._stream.n} sample")
+        views = self._stream_views
+        rows = np.split(self._reservoir.rows, np.cumsum(self.input_dims_)[:-1], axis=1)
+        with blas_threads(thread_count(self.n_threads)):
+            self._solve_primal(views, self._stream.moments())
+            H, projections, column_means = _primal_rows(views, self._gamma, rows)
+        # The sign convention on H needs every row: a streamed fit orients each component by U instead.
+        flips = self._flip_signs(np.vstack([view.U for view in views]))
+        for view, X in zip(views, rows, strict=True):
+            view.X = X
+        self._store_primal(views, H, projections, column_means, flips)
+        self._finish_fit(views)
+        self._progress(f"fitted {self.n_components} components from {self.n_samples_seen_} streamed rows")
 
     # ------------------------------------------------------------------ pre-images
 
@@ -1072,6 +1418,8 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         check_is_fitted(self)
         if isinstance(views, (list, tuple)) and any(X is None for X in views):
             return self.predict_latent(views, [v for v, X in enumerate(views) if X is None])
+        if _holds_dask(views):
+            return self._map_dask(views, "transform", self.n_components)
         arrays = self._new_arrays(views)
         return np.linalg.solve(self._gamma, self._scores(arrays).T).T
 
@@ -1127,6 +1475,8 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """
         check_is_fitted(self)
         missing = self._check_missing(missing)
+        if _holds_dask(views):
+            return self._map_dask(views, "predict_latent", self.n_components, missing, missing=missing)
         arrays = self._new_arrays(views, missing)
         return self._missing_latents(self._scores(arrays, skip=missing), missing)
 
@@ -1155,5 +1505,8 @@ class MultiViewRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         check_is_fitted(self)
         if not isinstance(missing, numbers.Integral) or isinstance(missing, bool):
             raise ValueError(f"missing: must be an int in [0, {self.n_views_}) (the view to infer), got {missing!r}")
+        if _holds_dask(views):
+            (missing,) = self._check_missing(missing)
+            return self._map_dask(views, "predict_view", self.input_dims_[missing], (missing,), missing=missing)
         h = self.predict_latent(views, missing)
         return self._preimage(h, self._views[int(missing)])
