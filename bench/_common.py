@@ -7,6 +7,7 @@ its data modules (``_data.py``, ``_kae_data.py``, ``_kae_molecules_data.py``) ta
 
 import argparse
 import contextlib
+import functools
 import json
 import multiprocessing
 import os
@@ -22,7 +23,7 @@ from sklearn.model_selection import ParameterGrid
 from threadpoolctl import threadpool_limits
 
 from rkm.cli._args import thread_total
-from rkm.cli.report import memory_status, provenance, write_section
+from rkm.cli.report import memory_status, provenance, run_in_child, write_section
 
 HERE = pathlib.Path(__file__).parent
 RESULTS = HERE / "RESULTS.md"
@@ -141,6 +142,26 @@ def reset_peak():
 def added_peak():
     """Bytes the process's peak resident size rose above the baseline of the last ``reset_peak``."""
     return memory_status("VmHWM") - _BASELINE[0]
+
+
+def _measured_case(cases, data, case, kwargs, queue):
+    """The child process of ``run_measured_case``."""
+    try:
+        with pinned_threads(kwargs["n_threads"]):
+            arrays = data(case, kwargs)
+            reset_peak()  # the peak (VmHWM) restarts from the current resident size: the data's
+            result = cases[case](*arrays, **kwargs)
+            result.setdefault("peak_bytes", added_peak())
+            queue.put(result)
+    except BaseException as error:  # noqa: BLE001 (reported by the parent)
+        queue.put({"failure": repr(error)})
+
+
+def run_measured_case(cases, data, case, kwargs):
+    """``cases[case](*data(case, kwargs), **kwargs)`` in a fresh process with ``kwargs["n_threads"]`` threads, so
+    that its peak memory is its own: the case's result dict, with "peak_bytes" (what the case added to the
+    process above its data) unless the case reports its own. ``data`` also imports what should not count."""
+    return run_in_child(functools.partial(_measured_case, cases, data), case, kwargs)
 
 
 def gib(value):

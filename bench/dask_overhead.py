@@ -1,16 +1,25 @@
-"""Cost of fitting kernel PCA on a Dask array instead of a NumPy array of the same data.
+"""Cost of fitting on a Dask array instead of a NumPy array of the same data: kernel PCA, the LS-SVM and the
+multi-view RKM.
 
-Fits ``rkm.KernelPCA(n_components=10, feature_map=rkm.features.Nystroem(1000))`` on seeded synthetic data
-(200 000 x 64 float64 by default), and ``kernel_storage="matrix_free"`` (tol 1e-6) on its first 20 000 rows, in
-memory, then on the same data as a Dask array of row chunks (25 000 rows; 5 000 for matrix-free) on a
-local cluster of one worker with two threads and of two single-threaded workers (same two cores). The Dask
-array is persisted on the cluster before timing, so the times count the fit, not the transfer of the data;
-when the fit leaves H_ lazy, computing it is timed too. Each time is the median of --repeats fits after a
-warm-up fit; the eigenvalues of every Dask fit are asserted equal to the in-memory ones.
+Fits each case on seeded synthetic data (200 000 x 64 float64 by default; the matrix-free case on its first
+20 000 rows, the conjugate-gradient one on 10 000) in memory, then on the same data as Dask arrays of row chunks on a local cluster
+of one worker with two threads and of two single-threaded workers (same two cores):
+
+- KernelPCA(10) with Nystroem(1000) (a map-reduce of the features' moments, then the hidden features), and with
+  kernel_storage="matrix_free" (tol 1e-6; each block product one task per partition);
+- LSSVMRegressor with Nystroem(1000) (the primal's moments with the targets as one map-reduce), and without a
+  feature map (solver="cg", lam 1, a pivoted Cholesky preconditioner of rank 300 built on the client, tol 1e-6;
+  each kernel product one task per partition);
+- MultiViewRKM(10) with a RandomFourierFeatures(1000) view of X and a linear view of the target (the
+  covariance as one map-reduce, then H of every row).
+
+The Dask arrays are persisted on the cluster before timing, so the times count the fit, not the transfer of the
+data; a lazy H_ is computed within the time. Each time is the median of --repeats fits after a warm-up fit; each
+Dask fit's eigenvalues (or the LS-SVM's predictions on 1000 rows) are asserted equal to the in-memory ones.
 
     python bench/dask_overhead.py [--n-samples 200000] [--repeats 3]
 
-Writes (or replaces) the section "Large-N kernel PCA: Dask" of bench/RESULTS.md.
+Writes (or replaces) the section "Large N: Dask" of bench/RESULTS.md.
 """
 
 import argparse
@@ -25,36 +34,64 @@ import rkm
 from rkm.cli.report import markdown_table, write_section
 
 N_FEATURES = 64
-HEADING = "## Large-N kernel PCA: Dask"
-# (method, samples, chunk rows, estimator options)
+HEADING = "## Large N: Dask"
+GAMMA = 1.0 / (2 * N_FEATURES)
+# (case, samples (None: all), chunk rows, model, estimator options)
 CASES = (
-    ("nystrom", None, 25_000, dict(feature_map=rkm.features.Nystroem(1000, random_state=0))),
-    ("matrix_free", 20_000, 5_000, dict(kernel_storage="matrix_free", tol=1e-6)),
+    ("nystrom", None, 25_000, "kpca", dict(feature_map=rkm.features.Nystroem(1000, gamma=GAMMA, random_state=0))),
+    ("matrix_free", 20_000, 5_000, "kpca", dict(kernel_storage="matrix_free", gamma=GAMMA, tol=1e-6)),
+    ("nystrom", None, 25_000, "lssvm", dict(feature_map=rkm.features.Nystroem(1000, gamma=GAMMA, random_state=0))),
+    (
+        "cg",
+        10_000,
+        2_500,
+        "lssvm",
+        dict(solver="cg", gamma=GAMMA, lam=1.0, preconditioner_rank=300, tol=1e-6, random_state=0),
+    ),
+    (
+        "rff + linear",
+        None,
+        25_000,
+        "multiview",
+        dict(kernel=(rkm.features.RandomFourierFeatures(1000, gamma=GAMMA, random_state=0), "linear")),
+    ),
 )
-# Eigenvalues of the Dask fit agree with the in-memory fit to rounding (the reduction order differs).
-EIGENVALUE_RTOL = 1e-8
+MODELS = {"kpca": "KernelPCA", "lssvm": "LSSVMRegressor", "multiview": "MultiViewRKM"}
+# The Dask fits agree with the in-memory fits to rounding (the reduction order differs).
+RTOL = 1e-8
 
 
 def make_data(n_samples, seed=0):
-    """Gaussian blobs in 64 dimensions, so the spectrum has a few leading components."""
+    """Gaussian blobs in 64 dimensions, so the spectrum has a few leading components, and a smooth target."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=3.0, size=(8, N_FEATURES))
-    return centres[rng.integers(0, len(centres), n_samples)] + rng.normal(size=(n_samples, N_FEATURES))
+    X = centres[rng.integers(0, len(centres), n_samples)] + rng.normal(size=(n_samples, N_FEATURES))
+    y = np.sin(X[:, 0] / 3) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=n_samples)
+    return X, y
 
 
-def fit(X, method, options):
-    model = rkm.KernelPCA(n_components=10, random_state=0, **options).fit(X)
-    if hasattr(model.H_, "compute"):  # a lazy Dask array
-        model.H_.compute()
-    return model
+def estimator(model, options):
+    if model == "kpca":
+        return rkm.KernelPCA(n_components=10, random_state=0, **options)
+    if model == "lssvm":
+        return rkm.LSSVMRegressor(**options)
+    return rkm.MultiViewRKM(10, random_state=0, **options)
 
 
-def median_fit_time(X, repeats, method, options):
-    """Median wall time of `repeats` fits after a warm-up fit, and the last model."""
-    return timed_median(lambda: fit(X, method, options), repeats)
+def fit(model, options, X, y):
+    arguments = {"kpca": (X,), "lssvm": (X, y), "multiview": ([X, y[:, None]],)}[model]
+    fitted = estimator(model, options).fit(*arguments)
+    if hasattr(getattr(fitted, "H_", None), "compute"):  # a lazy Dask array
+        fitted.H_.compute()
+    return fitted
 
 
-def time_on_cluster(X, n_workers, threads_per_worker, repeats, chunk_rows, method, options):
+def summary(model, fitted, X):
+    """What the fits are compared by: the eigenvalues, or the LS-SVM's predictions on the first 1000 rows."""
+    return fitted.predict(X[:1000]) if model == "lssvm" else fitted.eigenvalues_
+
+
+def time_on_cluster(X, y, n_workers, threads_per_worker, repeats, chunk_rows, model, options):
     import dask.array as da
     from distributed import Client, LocalCluster, wait
 
@@ -65,12 +102,13 @@ def time_on_cluster(X, n_workers, threads_per_worker, repeats, chunk_rows, metho
         Client(cluster) as client,
     ):
         dX = client.persist(da.from_array(X, chunks=(chunk_rows, N_FEATURES)))
-        wait(dX)
-        return median_fit_time(dX, repeats, method, options)
+        dy = client.persist(da.from_array(y, chunks=chunk_rows))
+        wait([dX, dy])
+        return timed_median(lambda: fit(model, options, dX, dy), repeats)
 
 
 def max_relative_difference(values, expected):
-    return float(np.max(np.abs(values - expected) / np.abs(expected)))
+    return float(np.max(np.abs(values - expected)) / np.max(np.abs(expected)))
 
 
 def main(argv=None):
@@ -80,19 +118,31 @@ def main(argv=None):
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args(argv)
 
-    X_all = make_data(args.n_samples)
+    X_all, y_all = make_data(args.n_samples)
     rows = []
-    for method, n_samples, chunk_rows, options in CASES:
-        X = X_all[:n_samples] if n_samples else X_all
-        base_time, base = median_fit_time(X, args.repeats, method, options)
-        rows.append((method, X.shape[0], "in memory (NumPy)", "-", base_time, 1.0, 0.0))
+    for case, n_samples, chunk_rows, model, options in CASES:
+        X, y = (X_all[:n_samples], y_all[:n_samples]) if n_samples else (X_all, y_all)
+        base_time, base = timed_median(
+            lambda X=X, y=y, model=model, options=options: fit(model, options, X, y), args.repeats
+        )
+        expected = summary(model, base, X)
+        rows.append((MODELS[model], case, X.shape[0], "in memory (NumPy)", "-", base_time, 1.0, 0.0))
         for n_workers, threads in ((1, 2), (2, 1)):
-            elapsed, model = time_on_cluster(X, n_workers, threads, args.repeats, chunk_rows, method, options)
-            difference = max_relative_difference(model.eigenvalues_, base.eigenvalues_)
-            assert difference < EIGENVALUE_RTOL, f"Dask fit eigenvalues differ by {difference:.1e} (relative)"
+            elapsed, fitted = time_on_cluster(X, y, n_workers, threads, args.repeats, chunk_rows, model, options)
+            difference = max_relative_difference(summary(model, fitted, X), expected)
+            assert difference < RTOL, f"{model} {case}: the Dask fit differs by {difference:.1e} (relative)"
             setup = f"{n_workers} worker{'s' if n_workers > 1 else ''} x {threads} thread{'s' if threads > 1 else ''}"
             rows.append(
-                (method, X.shape[0], f"Dask, {setup}", str(chunk_rows), elapsed, elapsed / base_time, difference)
+                (
+                    MODELS[model],
+                    case,
+                    X.shape[0],
+                    f"Dask, {setup}",
+                    str(chunk_rows),
+                    elapsed,
+                    elapsed / base_time,
+                    difference,
+                )
             )
             print(rows[-1], flush=True)
 
@@ -101,15 +151,18 @@ def main(argv=None):
         "",
         f"Written by `python bench/dask_overhead.py` on {datetime.date.today().isoformat()}: {platform.machine()}, "
         f"{os.cpu_count()} cores, rkm {rkm.__version__}, dask {__import__('dask').__version__}. "
-        f"KernelPCA(n_components=10, method=...) on Gaussian blobs (d = {N_FEATURES}, float64): nystrom with 1000 "
-        "landmarks, matrix_free with tol 1e-6. The Dask array is persisted on a LocalCluster before timing; medians "
-        f"of {args.repeats} fits after a warm-up. Each Dask fit's eigenvalues are checked against the in-memory fit.",
+        f"Gaussian blobs (d = {N_FEATURES}, float64), gamma = 1/{2 * N_FEATURES}: KernelPCA(10) with Nystroem(1000) "
+        "or matrix-free (tol 1e-6); LSSVMRegressor with Nystroem(1000) (the primal) or without (solver='cg', lam 1, "
+        "preconditioner rank 300, tol 1e-6); MultiViewRKM(10) with a RandomFourierFeatures(1000) view of X and a "
+        "linear view of the target. The Dask arrays are persisted on a LocalCluster before timing; medians "
+        f"of {args.repeats} fits after a warm-up. Each Dask fit is checked against the in-memory fit: its "
+        "eigenvalues, or the LS-SVM's predictions on 1000 rows (largest difference relative to the largest value).",
         "",
         markdown_table(
-            ["method", "N", "run", "chunk rows", "fit s", "vs in memory", "max rel. eigenvalue difference"],
+            ["model", "case", "N", "run", "chunk rows", "fit s", "vs in memory", "max rel. difference"],
             [
-                [method, str(n), name, chunks, f"{elapsed:.2f}", f"{ratio:.2f}x", f"{difference:.1e}"]
-                for method, n, name, chunks, elapsed, ratio, difference in rows
+                [model, case, str(n), name, chunks, f"{elapsed:.2f}", f"{ratio:.2f}x", f"{difference:.1e}"]
+                for model, case, n, name, chunks, elapsed, ratio, difference in rows
             ],
         ),
     ]

@@ -19,12 +19,12 @@ from _common import (
     log,
     mean_distance_gamma,
     pinned_threads,
-    reset_peak,
+    run_measured_case,
     script_parser,
     write_script_section,
 )
 
-from rkm.cli.report import markdown_table, run_in_child
+from rkm.cli.report import markdown_table
 
 PARTS = ("width", "dense", "matrix_free", "million", "peers", "approx")
 HEADINGS = {
@@ -56,21 +56,13 @@ def _gamma(X):
     return mean_distance_gamma(X[:20000])
 
 
-def _child(case, kwargs, queue):
-    try:
-        with pinned_threads(kwargs["n_threads"]):
-            X = _data(kwargs["n"], kwargs.get("d", 64))
-            reset_peak()  # the peak (VmHWM) restarts from the current resident size
-            result = CASES[case](X, **kwargs)
-            result.setdefault("peak_bytes", added_peak())
-            queue.put(result)
-    except BaseException as error:  # reported by the parent
-        queue.put({"failure": repr(error)})
+def _case_data(case, kwargs):
+    return (_data(kwargs["n"], kwargs.get("d", 64)),)
 
 
 def run_case(case, **kwargs):
     """CASES[case](X, **kwargs) in a fresh process; its result dict with the peak memory the case added."""
-    return run_in_child(_child, case, kwargs)
+    return run_measured_case(CASES, _case_data, case, kwargs)
 
 
 # ----------------------------------------------------------------------------------------------------- cases

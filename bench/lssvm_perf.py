@@ -49,14 +49,13 @@ from _common import (
     added_peak,
     gib,
     log,
-    pinned_threads,
-    reset_peak,
+    run_measured_case,
     script_parser,
     timed_median,
     write_script_section,
 )
 
-from rkm.cli.report import markdown_table, run_in_child
+from rkm.cli.report import markdown_table
 
 PARTS = ("dual", "primal", "cg", "cg_lam", "loo")
 HEADINGS = {
@@ -116,28 +115,20 @@ def make_small_lam_data(n, dtype=np.float64, random_state=0):
     return X.astype(dtype), np.sin(X.sum(axis=1)) + NOISE * rng.normal(size=n)
 
 
-def _child(case, kwargs, queue):
-    try:
-        # Imported before the baseline, so that the peak counts the case's arrays only.
-        import sklearn.kernel_ridge  # noqa: F401
+def _case_data(case, kwargs):
+    # Imported before the baseline, so that the peak counts the case's arrays only.
+    import sklearn.kernel_ridge  # noqa: F401
 
-        import rkm.reference  # noqa: F401
+    import rkm.reference  # noqa: F401
 
-        with pinned_threads(kwargs["n_threads"]):
-            data = make_small_lam_data if case == "cg_lam" else make_data
-            X, y = data(kwargs["n"], kwargs.get("dtype", np.float64))
-            reset_peak()
-            result = CASES[case](X, y, **kwargs)
-            result.setdefault("peak_bytes", added_peak())
-            queue.put(result)
-    except BaseException as error:  # noqa: BLE001 (reported by the parent)
-        queue.put({"failure": repr(error)})
+    data = make_small_lam_data if case == "cg_lam" else make_data
+    return data(kwargs["n"], kwargs.get("dtype", np.float64))
 
 
 def run_case(case, **kwargs):
     """CASES[case](X, y, **kwargs) in a fresh process: its result dict, with the peak memory
     the case added to the process."""
-    return run_in_child(_child, case, kwargs)
+    return run_measured_case(CASES, _case_data, case, kwargs)
 
 
 def _timed(fit, repeats=REPEATS):

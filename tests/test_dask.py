@@ -539,3 +539,16 @@ def test_multiview_on_dask_refuses(client, two_views):
     bad[33, 1] = np.inf
     with pytest.raises(ValueError, match="^views: contains NaN or infinity"):
         rkm.MultiViewRKM(2, kernel="linear").fit([as_dask_rows(two_views[0]), as_dask_rows(bad)])
+
+
+def test_kernel_pca_on_a_dask_dataframe(client, X):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(N_FEATURES)])
+    fm = RandomFourierFeatures(n_components=40, random_state=2)
+    model = rkm.KernelPCA(3, feature_map=fm).fit(dd.from_pandas(frame, npartitions=3))
+    expected = rkm.KernelPCA(3, feature_map=fm).fit(frame)
+    assert_array_equal(model.feature_names_in_, expected.feature_names_in_)
+    assert_allclose(model.eigenvalues_, expected.eigenvalues_, rtol=1e-10)
+    Z = model.transform(dd.from_pandas(frame, npartitions=2))
+    assert_close_to_scale(Z.compute(), expected.transform(frame), 1e-10)

@@ -250,7 +250,8 @@ class MomentStream:
     feature_map : fitted ExplicitFeatureMap, fitted transformer, or None
         rkm's maps (:func:`streams`) are evaluated a block of rows at a time and accumulated as their raw
         features psi (phi = psi A, mapped by A once in :meth:`moments`); another transformer's features are
-        formed per batch; None is the identity phi(x) = x.
+        formed per batch (and copied, unless its attribute ``_returns_new_arrays`` is true: the sums shift them in
+        place); None is the identity phi(x) = x.
     n_targets : int, default=0
         Columns p of the targets (0: no targets).
     """
@@ -283,8 +284,12 @@ class MomentStream:
                     kept = RawFeatures(Psi, sums.shift) if keep and rows.start == 0 and Psi.size else None
             return kept
         Phi = X if fm is None else fm.transform(X)
-        # A copy in float64: the sums shift their block in place, and X may be the caller's array.
-        Phi = np.array(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64, order="C", ndmin=2)
+        if sp.issparse(Phi):
+            Phi = Phi.toarray()
+        elif fm is None or not getattr(fm, "_returns_new_arrays", False):
+            # A copy: the sums shift their block in place, and it may be the caller's array.
+            Phi = np.array(Phi, dtype=np.float64, order="C", ndmin=2)
+        Phi = np.ascontiguousarray(Phi, dtype=np.float64)
         self._sums_for(Phi.shape[1]).add(Phi, Y, weights)
         return None
 

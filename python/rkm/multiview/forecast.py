@@ -325,8 +325,10 @@ class RKMForecaster(BaseEstimator):
 
         Parameters
         ----------
-        series : array-like of shape (T,) or (T, n_series)
-            Time along axis 0; T >= lag + 2.
+        series : array-like of shape (T,) or (T, n_series), or a Dask array (or DataFrame)
+            Time along axis 0; T >= lag + 2. A Dask series chunked along time is fitted as Dask tasks (with an
+            explicit ``feature_map`` or a linear ``kernel``: the model's primal): its statistics in one pass,
+            the windows as shifted slices of it, and the multi-view model's map-reduce over them.
         y : None
             Ignored.
 

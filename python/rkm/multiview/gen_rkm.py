@@ -38,6 +38,10 @@ class GenRKM(LatentGenerationMixin, MultiViewRKM):
     out, so that a training latent reconstructs its point's projection whatever eta_v (the factor only rescales
     the similarities, which the smoother ignores, but it would shrink a linear view's output by 1/eta_v).
 
+    Large N, with explicit views (as :class:`rkm.MultiViewRKM`): ``fit`` on Dask views computes the latents of
+    every row (the mixture is fitted on all of them) and keeps a uniform sample of 2000 rows for the pre-images;
+    :meth:`partial_fit` keeps a reservoir of 2000 rows, whose latents are ``H_`` and fit the mixture.
+
     Parameters
     ----------
     n_components : int

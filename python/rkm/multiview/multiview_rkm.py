@@ -237,6 +237,11 @@ def _block_features(view, X):
     """The explicit features of a block of rows of a view, dense float64: X itself for a linear view."""
     if view.kind == "linear":
         return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    if primal.streams(view.source) and not sp.issparse(X):
+        # rkm's maps compute a block's features directly, without transform's validation and copy into a new
+        # array: the rows were checked with the view, and the maps give finite features of finite rows.
+        block = np.ascontiguousarray(X, dtype=view.source._model_dtype)
+        return np.asarray(view.source._transform_block(block), dtype=np.float64)
     return _explicit_features(view.source, X, view.name)
 
 
@@ -255,15 +260,22 @@ class _ViewFeatures:
     side by side (their covariance is the primal twin of sum_v K_v / eta_v), for
     :class:`rkm._utils.primal.MomentStream`. It holds the views' maps only, not their data."""
 
+    # transform concatenates into a new array, which the stream may shift in place.
+    _returns_new_arrays = True
+
     def __init__(self, views):
         self.views = [_View(view.kind, view.source, None, name=view.name, eta=view.eta) for view in views]
         self.width = sum(view.dim for view in views)
 
     def transform(self, blocks):
-        parts = [_block_features(view, X) for view, X in zip(self.views, blocks, strict=True)]
-        return np.hstack(
-            [part if view.eta == 1.0 else part * view.eta**-0.5 for view, part in zip(self.views, parts, strict=True)]
-        )
+        Phi = np.empty((blocks[0].shape[0], self.width))
+        start = 0
+        for view, X in zip(self.views, blocks, strict=True):
+            part = _block_features(view, X)
+            stop = start + part.shape[1]
+            Phi[:, start:stop] = part if view.eta == 1.0 else part * view.eta**-0.5
+            start = stop
+        return Phi
 
 
 def _primal_rows(views, gamma, blocks):
@@ -469,6 +481,8 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         Pre-image of each view: "identity" for linear views, else the resolved ``preimage``.
     view_columns_ : list of ndarray or None
         For a fit on one array: the column positions of each view (from ``view_columns``); None for a list.
+    n_samples_seen_ : int
+        Rows added by :meth:`partial_fit` since its stream started (absent after ``fit``).
     n_features_in_ : int
         For a fit on one array: its number of columns (absent after a fit on a list of views).
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -481,6 +495,13 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
     sparse products (the primal solvers densify its features), an explicit feature map gets the sparse array
     as it is, a callable kernel too, and a named non-linear kernel where :func:`rkm.kernels.kernel_matrix`
     takes sparse input (otherwise a TypeError says so). The pre-image of a sparse non-linear view is dense.
+
+    Large N: the primal solvers stream the features in blocks of rows (their covariance, then H), never
+    forming the n x d feature matrix. With explicit views, :meth:`partial_fit` adds batches of rows to the
+    features' moments, and ``fit`` takes Dask arrays (a list of views chunked by rows, or one array or DataFrame
+    split by ``view_columns``): the covariance as one map-reduce over the partitions, H as a second map, and a
+    uniform sample of 2000 rows (``rkm._utils.streaming.RESERVOIR_ROWS``) kept for the map views' pre-images;
+    ``transform``, ``predict_latent`` and ``predict_view`` of Dask views return lazy Dask arrays.
 
     With a single array and ``view_columns``, MultiViewRKM is a scikit-learn transformer (``fit_transform``,
     ``set_output``, ``get_feature_names_out``, pipelines, ``clone``-based grid searches): it passes

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rkm import _core
 from rkm._utils import eigen, primal
-from rkm._utils.dask_arrays import is_dask_array
+from rkm._utils.dask_arrays import is_dask_collection
 from rkm._utils.device import check_device, cuda_for_input, require_cuda
 from rkm._utils.progress import Progress
 from rkm._utils.streaming import RESERVOIR_ROWS, DeferredSolveMixin, Reservoir
@@ -715,8 +715,8 @@ callable, default="rbf"
 
         Parameters
         ----------
-        X : {array-like, scipy.sparse matrix} of shape (n_samples, n_features), or a dask.array.Array
-            A Dask array (chunked by rows) is fitted through a ``feature_map`` as a map-reduce over its
+        X : {array-like, scipy.sparse matrix} of shape (n_samples, n_features), or a Dask array or DataFrame
+            A Dask array (chunked by rows) or DataFrame is fitted through a ``feature_map`` as a map-reduce over its
             partitions, or with kernel_storage "matrix_free" with each block product as Dask tasks. Sparse
             CSR/CSC X is fitted with the stored kernel matrix (see the class docstring). X is copied.
         y : ignored
@@ -725,7 +725,7 @@ callable, default="rbf"
         -------
         self
         """
-        if is_dask_array(X):
+        if is_dask_collection(X):
             return self._fit_dask(X)
         # A copy: the model keeps X (X_fit_), which the caller may change after fit (a precomputed kernel is
         # not kept; the centring copies it).
@@ -761,11 +761,14 @@ callable, default="rbf"
         """fit for a Dask array: a feature map's pass as a map-reduce, matrix-free products as Dask tasks."""
         from rkm._utils import dask_arrays
 
+        dX, names = dask_arrays.as_dask_array(dX)
         dX = dask_arrays.check_dask_array(dX)
         n_samples, n_features = dX.shape
         self.n_features_in_ = n_features
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+        if names is not None and all(isinstance(name, str) for name in names):
+            self.feature_names_in_ = np.asarray(names, dtype=object)
         n_wanted = self._begin_fit(n_samples, n_features, dX.dtype, in_memory=False)
         if self.kernel_storage_ == "matrix_free":
             w, V, residuals, n_iter, scale = self._fit_dask_matrix_free(dX, n_wanted)
@@ -968,10 +971,10 @@ callable, default="rbf"
         ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        if is_dask_array(X):
+        if is_dask_collection(X):
             from rkm._utils import dask_arrays
 
-            X = dask_arrays.check_dask_array(X)
+            X = dask_arrays.check_dask_array(dask_arrays.as_dask_array(X)[0])
             dtype = np.result_type(X.dtype, self.H_.dtype)
             return dask_arrays.transform_blocks(_transform_block, X, self.H_.shape[1], dtype, self)
         X, dtype = self._validate_new(X)
