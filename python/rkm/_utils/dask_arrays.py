@@ -96,12 +96,6 @@ def _check_finite(block, name="X"):
         raise ValueError(f"{name}: contains NaN or infinity")
 
 
-def _row_blocks(dX):
-    """The non-empty row partitions of a column-unchunked dX, as Delayed objects."""
-    blocks = dX.to_delayed().ravel()
-    return [block for block, rows in zip(blocks, dX.chunks[0], strict=True) if rows > 0]
-
-
 def _active_client():
     """The distributed Client that dask.compute would use now, or None for a local scheduler."""
     distributed = sys.modules.get("distributed")
@@ -149,19 +143,39 @@ def fit_feature_map(feature_map, dX):
     return feature_map._fit_sample(rows, n_samples, n_features)
 
 
-def _block_moments(feature_map, block, Y=None, weights=None):
-    """The moments of one partition's features (None: phi(x) = x), with their cross-moments with Y when given."""
+def _block_moments(feature_map, block, *extra, targets=False, weighted=False):
+    """The moments of one partition's features (None: phi(x) = x); `extra` holds its targets (with `targets`) and
+    then its weights (with `weighted`)."""
     _check_finite(block)
+    extra = list(extra)
+    Y = np.asarray(extra.pop(0), dtype=np.float64).reshape(block.shape[0], -1) if targets else None
+    weights = np.asarray(extra.pop(0), dtype=np.float64) if weighted else None
     if Y is not None:
         _check_finite(Y, "y")
-        Y = np.asarray(Y, dtype=np.float64).reshape(block.shape[0], -1)
-    if weights is not None:
-        weights = np.asarray(weights, dtype=np.float64)
-        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-            raise ValueError("sample_weight: must hold non-negative finite numbers")
+    if weights is not None and (not np.all(np.isfinite(weights)) or np.any(weights < 0)):
+        raise ValueError("sample_weight: must hold non-negative finite numbers")
     stream = primal.MomentStream(feature_map, 0 if Y is None else Y.shape[1])
     stream.add(block, Y, weights)
     return stream.moments()
+
+
+def _block_views_moments(features, *blocks):
+    """The moments of one partition's rows of every view, through ``features.transform(blocks)``."""
+    for block in blocks:
+        _check_finite(block, "views")
+    stream = primal.MomentStream(features)
+    stream.add(list(blocks))
+    return stream.moments()
+
+
+def _reduced_moments(task, shared, block_tuples):
+    """``task(shared, *blocks)`` on each tuple of partitions (FeatureMoments on the workers, `shared` shipped to
+    them once), merged in a binary tree by ``FeatureMoments.combine``, computed."""
+    dask = _import_dask()
+    shared, moments = _shared(shared), dask.delayed(task, pure=True)
+    parts = [moments(shared, *blocks) for blocks in block_tuples]
+    (total,) = dask.compute(_tree_reduce(parts, dask.delayed(_combine, pure=True)))
+    return total
 
 
 def _combine(left, right):
@@ -224,18 +238,10 @@ def target_moments(feature_map, dX, dY=None, dw=None):
         "X: contains NaN or infinity" (or "y: ...") when a partition holds a non-finite value; "X: no rows"
         when every partition is empty or of zero weight.
     """
-    dask = _import_dask()
     dX = check_dask_array(dX)
-    shared_map = _shared(feature_map)
-    moments = dask.delayed(_block_moments, pure=True)
+    task = functools.partial(_block_moments, targets=dY is not None, weighted=dw is not None)
     arrays = [array for array in (dY, dw) if array is not None]
-    parts = []
-    for blocks in _aligned_row_blocks(dX, *arrays):
-        extra = iter(blocks[1:])
-        Y = next(extra) if dY is not None else None
-        weights = next(extra) if dw is not None else None
-        parts.append(moments(shared_map, blocks[0], Y, weights))
-    (total,) = dask.compute(_tree_reduce(parts, dask.delayed(_combine, pure=True)))
+    total = _reduced_moments(task, feature_map, _aligned_row_blocks(dX, *arrays))
     if total.n == 0:
         raise ValueError("X: no rows (every partition is empty or has zero weight)")
     return total
@@ -252,14 +258,6 @@ def _flat_blocks(array):
     return blocks.reshape(blocks.shape[0], -1)[:, 0]
 
 
-def _block_views_moments(features, *blocks):
-    for block in blocks:
-        _check_finite(block, "views")
-    stream = primal.MomentStream(features)
-    stream.add(list(blocks))
-    return stream.moments()
-
-
 def views_moments(features, arrays):
     """The moments of the features of several views chunked alike, as one map-reduce: each partition's rows of
     every view give ``features.transform(blocks)`` and their moments on a worker, merged in a binary tree.
@@ -274,36 +272,44 @@ def views_moments(features, arrays):
     -------
     rkm._utils.primal.FeatureMoments
     """
-    dask = _import_dask()
-    shared = _shared(features)
-    moments = dask.delayed(_block_views_moments, pure=True)
-    parts = [moments(shared, *blocks) for blocks in _aligned_row_blocks(*arrays)]
-    (total,) = dask.compute(_tree_reduce(parts, dask.delayed(_combine, pure=True)))
-    return total
+    return _reduced_moments(_block_views_moments, features, _aligned_row_blocks(*arrays))
 
 
-def _views_then(func, n_arrays, dtype, n_out, *arguments):
+def _finite_then(func, n_arrays, name, dtype, n_out, *arguments):
+    """func(blocks, *shared) on one partition of n_arrays arrays (`arguments`: the blocks, then the shared
+    values), its blocks checked finite, the result cast to dtype; an empty partition gives an empty result."""
     blocks, shared = arguments[:n_arrays], arguments[n_arrays:]
-    if blocks[0].shape[0] == 0:
-        return np.empty((0, n_out), dtype=dtype)
+    if blocks[0].shape[0] == 0:  # estimators refuse zero rows
+        return np.empty((0,) if n_out is None else (0, n_out), dtype=dtype)
     for block in blocks:
-        _check_finite(block, "views")
+        _check_finite(block, name)
     return np.asarray(func(list(blocks), *shared), dtype=dtype)
+
+
+def _map_partitions(func, arrays, n_out, dtype, shared, name):
+    """``func(list of blocks, *shared)`` over the row partitions of arrays chunked alike, as a lazy Dask array of
+    shape (n_samples, n_out), or (n_samples,) for n_out None, with their row chunks; `name` is the argument a
+    non-finite partition's error cites."""
+    dask_array = _import_dask().array
+    dtype = np.dtype(dtype)
+    if n_out is None:
+        shape, layout = (0,), {"chunks": (arrays[0].chunks[0],), "drop_axis": 1}
+    else:
+        shape, layout = (0, n_out), {"chunks": (arrays[0].chunks[0], (n_out,))}
+    return dask_array.map_blocks(
+        functools.partial(_finite_then, func, len(arrays), name, dtype, n_out),
+        *arrays,
+        *(_shared(value) for value in shared),
+        dtype=dtype,
+        meta=np.empty(shape, dtype=dtype),
+        **layout,
+    )
 
 
 def map_views(func, arrays, n_out, dtype, *shared):
     """``func(list of blocks, *shared)`` over the row partitions of several views chunked alike, as a lazy Dask
     array of shape (n_samples, n_out) with their row chunks (the views' analogue of :func:`transform_blocks`)."""
-    dask_array = _import_dask().array
-    dtype = np.dtype(dtype)
-    return dask_array.map_blocks(
-        functools.partial(_views_then, func, len(arrays), dtype, n_out),
-        *arrays,
-        *(_shared(value) for value in shared),
-        chunks=(arrays[0].chunks[0], (n_out,)),
-        dtype=dtype,
-        meta=np.empty((0, n_out), dtype=dtype),
-    )
+    return _map_partitions(func, arrays, n_out, dtype, shared, "views")
 
 
 def sample_rows(arrays, n_rows, random_state):
@@ -352,6 +358,31 @@ def as_dask_array(X, name="X"):
     return X.to_dask_array(lengths=True), names
 
 
+def validate_dask_data(estimator, X, reset):
+    """X, a Dask array or DataFrame, as a row-chunked Dask array (:func:`check_dask_array`), with the bookkeeping of
+    scikit-learn's ``validate_data``: reset=True sets the estimator's ``n_features_in_`` (and ``feature_names_in_``
+    for a DataFrame with string column names, dropping an earlier one otherwise); reset=False checks X against
+    them."""
+    dX, names = as_dask_array(X)
+    dX = check_dask_array(dX)
+    strings = names is not None and all(isinstance(name, str) for name in names)
+    if reset:
+        estimator.n_features_in_ = dX.shape[1]
+        estimator.__dict__.pop("feature_names_in_", None)
+        if strings:
+            estimator.feature_names_in_ = np.asarray(names, dtype=object)
+        return dX
+    if dX.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X: has {dX.shape[1]} features, but {type(estimator).__name__} is expecting {estimator.n_features_in_} "
+            "features as input"
+        )
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if fitted is not None and strings and list(fitted) != list(names):
+        raise ValueError("X: the feature names should match those that were passed during fit")
+    return dX
+
+
 def rows_like(y, dX, name="y"):
     """y (a Dask array or Series, or an in-memory array) as a Dask array with the row chunks of dX.
 
@@ -383,11 +414,8 @@ def rows_like(y, dX, name="y"):
     return y.rechunk(chunks)
 
 
-def _finite_then(func, dtype, n_out, block, *shared):
-    if block.shape[0] == 0:  # an empty partition: estimators refuse zero rows
-        return np.empty((0,) if n_out is None else (0, n_out), dtype=dtype)
-    _check_finite(block)
-    return np.asarray(func(block, *shared), dtype=dtype)
+def _first_block(func, blocks, *shared):
+    return func(blocks[0], *shared)
 
 
 def transform_blocks(func, dX, n_out, dtype, *shared):
@@ -415,18 +443,7 @@ def transform_blocks(func, dX, n_out, dtype, *shared):
         scattered to its workers now: compute Y with that client.
     """
     dX = check_dask_array(dX)
-    dtype = np.dtype(dtype)
-    if n_out is None:
-        shape, layout = (0,), {"chunks": (dX.chunks[0],), "drop_axis": 1}
-    else:
-        shape, layout = (0, n_out), {"chunks": (dX.chunks[0], (n_out,))}
-    return dX.map_blocks(
-        functools.partial(_finite_then, func, dtype, n_out),
-        *(_shared(value) for value in shared),
-        dtype=dtype,
-        meta=np.empty(shape, dtype=dtype),
-        **layout,
-    )
+    return _map_partitions(functools.partial(_first_block, func), [dX], n_out, dtype, shared, "X")
 
 
 def _block_hidden_features(block, feature_map, mean, U, eigenvalues):
@@ -504,7 +521,7 @@ def kernel_operator(dX, X_all, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_
     X_all = X_all.astype(dtype, copy=False)
     X_shared = _shared(X_all)
     checked = dask.delayed(_checked_block, pure=True)
-    blocks = dask.persist(*(checked(block, dtype) for block in _row_blocks(dX)))
+    blocks = dask.persist(*(checked(block, dtype) for (block,) in _aligned_row_blocks(dX)))
     task = dask.delayed(_block_kernel_product, pure=True)
 
     def product(B):

@@ -26,7 +26,8 @@ class DeferredSolveMixin:
     """Computes a ``partial_fit`` model's solved attributes when one of them is first read.
 
     A subclass lists the attributes its solve sets in ``_deferred_attributes`` and implements ``_solve_stream()``;
-    ``partial_fit`` calls ``_defer_solve()`` after adding a batch. ``fit`` calls ``_forget_stream()``.
+    ``partial_fit`` calls ``_defer_solve()`` after adding a batch. ``fit`` calls ``_forget_stream()``, and a
+    ``partial_fit`` that starts a new stream ``_forget_fit()``.
     """
 
     _deferred_attributes: tuple = ()
@@ -37,8 +38,14 @@ class DeferredSolveMixin:
         self.__dict__["_solve_pending"] = True
 
     def _forget_stream(self):
-        for name in ("_stream", "_solve_pending", "_reservoir", "n_samples_seen_"):
+        for name in ("_stream", "_stream_dtype", "_stream_views", "_solve_pending", "_reservoir", "n_samples_seen_"):
             self.__dict__.pop(name, None)
+
+    def _forget_fit(self):
+        """Forgets any stream and every fitted attribute (those ending in "_")."""
+        self._forget_stream()
+        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
+            delattr(self, name)
 
     def _solve_now(self):
         """Runs a pending solve (a no-op when there is none)."""

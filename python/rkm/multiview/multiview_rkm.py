@@ -233,6 +233,12 @@ def _explicit_entry(entry):
     return hasattr(entry, "fit") and hasattr(entry, "transform")
 
 
+def _without_data(view):
+    """The view without its training inputs and features: what tasks on other rows need of it (its map, and once
+    solved its mean and U_v), light to ship to Dask workers."""
+    return dataclasses.replace(view, X=None, features=None)
+
+
 def _block_features(view, X):
     """The explicit features of a block of rows of a view, dense float64: X itself for a linear view."""
     if view.kind == "linear":
@@ -264,7 +270,7 @@ class _ViewFeatures:
     _returns_new_arrays = True
 
     def __init__(self, views):
-        self.views = [_View(view.kind, view.source, None, name=view.name, eta=view.eta) for view in views]
+        self.views = [_without_data(view) for view in views]
         self.width = sum(view.dim for view in views)
 
     def transform(self, blocks):
@@ -753,12 +759,6 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
     def _n_features_out(self):
         return self.n_components
 
-    def _forget_fit(self):
-        self._forget_stream()
-        self.__dict__.pop("_stream_views", None)
-        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
-            delattr(self, name)
-
     def _declared_views(self):
         """The number of views that ``kernel`` fixes (a sequence), or None (one entry for every view)."""
         return len(self.kernel) if isinstance(self.kernel, (list, tuple)) and self.kernel else None
@@ -1124,15 +1124,9 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
                 for v, X in enumerate(views)
             ]
         else:
-            dX = dask_arrays.check_dask_array(dask_arrays.as_dask_array(views)[0])
+            dX = dask_arrays.validate_dask_data(self, views, reset)
             if reset:
-                self.n_features_in_ = dX.shape[1]
                 self.view_columns_ = self._split_columns(dX.shape[1], self._declared_views())
-            elif dX.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X: has {dX.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
-                    "features as input"
-                )
             labels = self._view_labels(len(self.view_columns_))
             arrays = [None if v in missing else dX[:, columns] for v, columns in enumerate(self.view_columns_)]
         given = [X for X in arrays if X is not None]
@@ -1156,7 +1150,7 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         if n < 2:
             raise ValueError(f"views: centring needs at least 2 samples (rows), got {n} sample")
         sources = self._check_params_vs_input(arrays)
-        self._check_streamed_sources(sources, "a Dask fit")
+        self._check_streamed_sources(sources, "a Dask fit", dask=True)
         views = [
             self._fitted_view(source, X, label, fit_map=dask_arrays.fit_feature_map)
             for source, X, label in zip(sources, arrays, labels, strict=True)
@@ -1166,7 +1160,7 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         moments = dask_arrays.views_moments(_ViewFeatures(views), arrays)
         with blas_threads(thread_count(self.n_threads)):
             self._solve_primal(views, moments)
-        lite = [dataclasses.replace(view, X=None) for view in views]
+        lite = [_without_data(view) for view in views]
         H = np.asarray(dask_arrays.map_views(_hidden_rows, arrays, self.n_components, np.float64, lite, self._gamma))
         flips = self._flip_signs(H)
         rows = dask_arrays.sample_rows(arrays, RESERVOIR_ROWS, self.random_state)
@@ -1176,8 +1170,9 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         self._store_primal(views, H, projections, column_means, flips)
         self._finish_fit(views)
 
-    def _check_streamed_sources(self, sources, what):
-        """The solver and maps a streamed (partial_fit) or Dask fit can run: the primal, on explicit views."""
+    def _check_streamed_sources(self, sources, what, dask=False):
+        """The solver and maps a streamed (partial_fit) or Dask fit can run: the primal, on explicit views; a Dask
+        fit's maps fitted from the rows they need (rkm's)."""
         if self.solver.startswith("dual"):
             raise ValueError(f"solver: {what} runs the primal, not {self.solver!r} (use fit on NumPy arrays)")
         for index, (kind, source, *_rest) in enumerate(sources):
@@ -1186,7 +1181,7 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
                     f"kernel: {what} runs the primal, which needs explicit feature maps, but view {index} has an "
                     "implicit kernel; use 'linear' or a map such as rkm.features.RandomFourierFeatures"
                 )
-            if what == "a Dask fit" and kind == "map" and not hasattr(source, "_sample_indices"):
+            if dask and kind == "map" and not hasattr(source, "_sample_indices"):
                 raise ValueError(
                     f"kernel: a Dask fit fits rkm's explicit maps (rkm.features.Nystroem, RandomFourierFeatures) from "
                     f"the rows they need; view {index}'s {type(source).__name__} is not one"

@@ -697,7 +697,6 @@ callable, default="rbf"
         number of eigenpairs to compute (None: all of the primal problem)."""
         self._progress = Progress(type(self).__name__, self.verbose)
         self._forget_stream()
-        self.__dict__.pop("_expansion_scale", None)
         self.kernel_storage_ = self._check_params_vs_input(n_samples, n_features, dtype, in_memory, sparse)
         _, self.gamma_, _, _ = self._fit_kernel_spec(n_features)
         n_wanted = self.n_components or (None if self.kernel_storage_ is None else n_samples)
@@ -761,14 +760,8 @@ callable, default="rbf"
         """fit for a Dask array: a feature map's pass as a map-reduce, matrix-free products as Dask tasks."""
         from rkm._utils import dask_arrays
 
-        dX, names = dask_arrays.as_dask_array(dX)
-        dX = dask_arrays.check_dask_array(dX)
+        dX = dask_arrays.validate_dask_data(self, dX, reset=True)
         n_samples, n_features = dX.shape
-        self.n_features_in_ = n_features
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        if names is not None and all(isinstance(name, str) for name in names):
-            self.feature_names_in_ = np.asarray(names, dtype=object)
         n_wanted = self._begin_fit(n_samples, n_features, dX.dtype, in_memory=False)
         if self.kernel_storage_ == "matrix_free":
             w, V, residuals, n_iter, scale = self._fit_dask_matrix_free(dX, n_wanted)
@@ -839,9 +832,7 @@ callable, default="rbf"
         """
         first = "_stream" not in self.__dict__
         if first:
-            for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
-                delattr(self, name)
-            self.__dict__.pop("_expansion_scale", None)
+            self._forget_fit()
         X = validate_data(self, X, dtype=list(FLOAT_DTYPES), order="C", reset=first)
         if first:
             self._start_stream(X)
@@ -880,7 +871,7 @@ callable, default="rbf"
         spec = self._fit_kernel_spec(rows.shape[1])
         scale = self._primal_scale(moments, None if spec[0] is None else self._diagonal_max)
         self._store_components(w, V, scale, n_samples, self._stream_dtype)
-        self.X_fit_, self._expansion_scale = rows, n_samples / rows.shape[0]
+        self.X_fit_ = rows
         self.preimage_ = self._resolve_preimage(spec[0])
         self._progress(f"fitted {self.eigenvalues_.size} components from {n_samples} streamed rows")
 
@@ -1012,8 +1003,8 @@ callable, default="rbf"
     def _expansion_coefficients(self, H):
         """Coefficients c with P phi(x*) = sum_i c_i phi(x_i), including the feature-space mean when centred."""
         # After partial_fit the rows are a reservoir of R of the n training rows: the sum over all rows is
-        # estimated as n / R times the sum over the reservoir.
-        beta = H @ self.H_.T * self.__dict__.get("_expansion_scale", 1.0)
+        # estimated as n / R times the sum over the reservoir (after fit, R = n).
+        beta = H @ self.H_.T * (getattr(self, "n_samples_seen_", self.H_.shape[0]) / self.H_.shape[0])
         return with_feature_mean(beta) if self.center else beta
 
     def _preimage(self, H, X_start=None):

@@ -550,30 +550,6 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ Dask
 
-    def _dask_input(self, X, reset):
-        """A Dask array or DataFrame X as a row-chunked Dask array; reset=True sets n_features_in_ (and
-        feature_names_in_ for string column names), else checks X against them."""
-        from rkm._utils import dask_arrays
-
-        dX, names = dask_arrays.as_dask_array(X)
-        dX = dask_arrays.check_dask_array(dX)
-        strings = names is not None and all(isinstance(name, str) for name in names)
-        if reset:
-            self.n_features_in_ = dX.shape[1]
-            self.__dict__.pop("feature_names_in_", None)
-            if strings:
-                self.feature_names_in_ = np.asarray(names, dtype=object)
-            return dX
-        if dX.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X: has {dX.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
-                "features as input"
-            )
-        fitted = getattr(self, "feature_names_in_", None)
-        if fitted is not None and strings and list(fitted) != list(names):
-            raise ValueError("X: the feature names should match those that were passed during fit")
-        return dX
-
     def _check_dask_params(self, n_samples, n_features):
         """The solver of a Dask fit: the primal with a feature map (one map-reduce), else conjugate gradients
         with the kernel products as tasks; the options that need the data in memory are refused."""
@@ -602,22 +578,30 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
             raise ValueError("kernel: a Dask fit evaluates a named kernel from X, not a precomputed or callable one")
         if self.preconditioner_rank is not None and self.preconditioner_rank > n_samples:
             raise ValueError(f"preconditioner_rank: at most n_samples={n_samples}, got {self.preconditioner_rank}")
-        for option, why in (("loo", "closed-form leave-one-out residuals"), ("robust", "reweighted refits")):
-            if getattr(self, option, None):
-                raise ValueError(f"{option}: the {why} need the data in memory, not a Dask array (use fit on NumPy)")
+        self._refuse_options_needing(
+            "the data in memory, not a Dask array (use fit on NumPy)", "the data in memory, not a Dask array"
+        )
         return solver
 
-    def _fit_dask_targets(self, dX, dY, dw):
-        """fit on Dask arrays (targets dY of shape (n, p) and weights dw with dX's row chunks, dw may be None):
-        the primal's moments as one map-reduce over the partitions (the feature map fitted from the rows it
-        needs), or conjugate gradients on eq. 3.16 with each kernel product as one task per partition."""
+    def _start_dask_fit(self, X):
+        """A Dask fit's input as a row-chunked Dask array and its solver, checked before any pass over the data."""
         from rkm._utils import dask_arrays
 
         self._progress = Progress(type(self).__name__, self.verbose)
         self._forget_stream()
+        dX = dask_arrays.validate_dask_data(self, X, reset=True)
         self.solver_ = self._check_dask_params(*dX.shape)
         self.n_iter_ = 1
         self._progress(f"solver {self.solver_!r} on a Dask array, N = {dX.shape[0]}")
+        return dX
+
+    def _fit_dask_targets(self, dX, dY, dw):
+        """fit on Dask arrays (targets dY of shape (n, p) and weights dw with dX's row chunks, dw may be None):
+        the primal's moments as one map-reduce over the partitions (the feature map fitted from the rows it
+        needs), or conjugate gradients on eq. 3.16 with each kernel product as one task per partition. Returns
+        the targets the conjugate gradients gathered (None for the primal)."""
+        from rkm._utils import dask_arrays
+
         if self.solver_ == "primal":
             feature_map = None if isinstance(self.feature_map, str) else clone(self.feature_map)
             if feature_map is not None:
@@ -625,7 +609,7 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
             moments = dask_arrays.target_moments(feature_map, dX, dY, dw)
             self.feature_map_ = feature_map
             self._solve_primal(moments, dX.dtype)
-            return
+            return None
         # The rows are gathered once: the preconditioner and the dual's predictions (X_fit_) need them.
         X = np.asarray(dX)
         Y = np.asarray(dY, dtype=np.float64).reshape(X.shape[0], -1)
@@ -642,6 +626,7 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
         self.dual_coef_ = self.H_ = H
         self.intercept_ = b
         self.X_fit_ = X
+        return Y
 
     def _map_dask(self, X, method, n_out, dtype=None):
         """``self.<method>`` over the partitions of a Dask X, as a lazy Dask array (n_out None: one value a row;
@@ -650,7 +635,7 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
 
         check_is_fitted(self)
         self._solve_now()  # the workers get the solved model, not the stream
-        dX = self._dask_input(X, reset=False)
+        dX = dask_arrays.validate_dask_data(self, X, reset=False)
         dtype = np.result_type(dX.dtype, self.intercept_.dtype) if dtype is None else dtype
         return dask_arrays.transform_blocks(functools.partial(_call_method, method=method), dX, n_out, dtype, self)
 
@@ -670,9 +655,18 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
         """partial_fit streams the primal: none of the options that need every row."""
         if self.solver not in ("auto", "primal"):
             raise ValueError(f"solver: partial_fit solves the primal, not solver={self.solver!r}")
-        for name, why in (("loo", "closed-form leave-one-out residuals"), ("robust", "reweighted refits")):
-            if getattr(self, name, None):
-                raise ValueError(f"{name}: the {why} need every row at once; partial_fit streams them (use fit)")
+        self._refuse_options_needing(
+            "every row at once; partial_fit streams them (use fit)", "every row at once (use fit)"
+        )
+
+    def _refuse_options_needing(self, rows, probability_rows):
+        """Refuses the options that need every row at once in memory (Dask fits and partial_fit state how, in `rows`
+        and, for the classifier's probability, `probability_rows`)."""
+        for option, why in (("loo", "closed-form leave-one-out residuals"), ("robust", "reweighted refits")):
+            if getattr(self, option, None):
+                raise ValueError(f"{option}: the {why} need {rows}")
+        if getattr(self, "probability", False):
+            raise ValueError(f"probability: Platt scaling's internal cross-validation needs {probability_rows}")
 
     def _partial_fit_targets(self, X, Y, sample_weight, first):
         """Adds a batch of rows to the streamed moments of the primal; the first batch also fits the feature map
@@ -693,8 +687,7 @@ class _LSSVM(DeferredSolveMixin, BaseEstimator):
         if "_stream" in self.__dict__:
             return False
         self._check_partial_fit_params()
-        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("__")]:
-            delattr(self, name)
+        self._forget_fit()
         return True
 
     def _solve_stream(self):
@@ -1008,7 +1001,7 @@ default="rbf"
     def _fit_dask(self, X, y, sample_weight):
         from rkm._utils import dask_arrays
 
-        dX = self._dask_input(X, reset=True)
+        dX = self._start_dask_fit(X)
         dY = dask_arrays.rows_like(y, dX)
         if dY.dtype.kind not in "biuf":
             raise ValueError(f"y: must hold real numbers, got dtype {dY.dtype}")
@@ -1245,9 +1238,7 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
     def _fit_dask(self, X, y, sample_weight):
         from rkm._utils import dask_arrays
 
-        if self.probability:
-            raise ValueError("probability: Platt scaling's internal cross-validation needs the data in memory")
-        dX = self._dask_input(X, reset=True)
+        dX = self._start_dask_fit(X)
         dy = dask_arrays.rows_like(y, dX)
         if dy.ndim != 1:
             raise ValueError(f"y: must be 1-D (one label per row), got {dy.ndim}-D")
@@ -1264,9 +1255,9 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
             meta=np.empty((0, self.codes_.shape[1])),
         )
         dw = None if sample_weight is None else dask_arrays.rows_like(sample_weight, dX, "sample_weight")
-        self._fit_dask_targets(dX, dY, dw)
-        if self.solver_ != "primal":
-            self.H_ = np.asarray(dY, dtype=self.dual_coef_.dtype) * self.dual_coef_  # h_i = D_yi h_D,i
+        Y = self._fit_dask_targets(dX, dY, dw)
+        if Y is not None:  # the dual
+            self.H_ = Y.astype(self.dual_coef_.dtype) * self.dual_coef_  # h_i = D_yi h_D,i
         return self
 
     @available_if(_LSSVM._streams)
@@ -1295,8 +1286,6 @@ class LSSVMClassifier(ClassifierMixin, _LSSVM):
         -------
         self
         """
-        if self.probability:
-            raise ValueError("probability: Platt scaling's internal cross-validation needs every row at once (use fit)")
         first = self._start_partial_fit()
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight, reset=first)
         check_classification_targets(y)
