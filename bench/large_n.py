@@ -336,7 +336,7 @@ def part_approx(args, log):
         "||K - Phi Phi^T|| / ||K|| of the feature map, and the largest relative error of the top-10 eigenvalues of "
         "the primal kernel PCA on those features against the exact dense fit. "
         "nystrom: uniform landmarks; rff: plain random Fourier features; orf: orthogonal random features (what "
-        "the README's RandomFourierFeatures(orthogonal=True) example uses for rbf).\n\n"
+        "the large-N user guide's RandomFourierFeatures(orthogonal=True) example uses for rbf).\n\n"
         + markdown_table(["map", "m", "kernel error", "eigenvalue error"], rows)
     )
 

@@ -236,7 +236,7 @@ class ExplicitFeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
         Returns
         -------
-        Phi : ndarray of shape (n_samples, n_components_)
+        Phi : ndarray of shape (n_samples, ``n_components_``)
             Computed in the model's dtype (that of the training data); returned as float32 when both the
             model and X are float32, float64 otherwise.
         """
@@ -308,9 +308,9 @@ class Nystroem(ExplicitFeatureMap):
         The landmarks L.
     component_indices_ : ndarray of shape (m,)
         Their row indices in the training data, sorted.
-    normalization_ : ndarray of shape (m, n_components_)
-        U_r diag(w_r)^{-1/2}, so that phi(X) = k(X, L) @ normalization_.
-    landmark_eigenvalues_ : ndarray of shape (n_components_,)
+    normalization_ : ndarray of shape (m, ``n_components_``)
+        U_r diag(w_r)^{-1/2}, so that phi(X) = k(X, L) @ ``normalization_``.
+    landmark_eigenvalues_ : ndarray of shape (``n_components_``,)
         The kept eigenvalues w_r of K_LL, descending.
     n_components_ : int
         Number of features r: the numerical rank of K_LL (m unless landmarks are (nearly) dependent).

@@ -39,7 +39,7 @@ dSprites factors as codes, 4000 samples). Compare with published DCI values only
 ``estimator="gbt"``.
 
 DCI with regressors (Eastwood & Williams' own set-up)
-----------------------------------------------------
+-----------------------------------------------------
 Eastwood & Williams [5]_ (and their code, https://github.com/cianeastwood/qedr, which the generative RKM paper
 uses for its Table 2) regress every factor on the codes instead of classifying it. ``dci(..., estimator="lasso")``
 and ``dci(..., estimator="random_forest_regressor")`` do the same:

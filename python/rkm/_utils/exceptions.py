@@ -4,7 +4,7 @@ import numpy as np
 
 
 class DivergenceError(RuntimeError):
-    """The objective ran away during minimization (non-finite, |f| > 1e100 or |theta|_inf > 1e8).
+    """The objective ran away during minimization (non-finite, ``|f| > 1e100`` or ``|theta|_inf > 1e8``).
 
     Attributes
     ----------

@@ -933,7 +933,7 @@ class KernelAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             ||phi(x)||^2 + k_L N_L k_L^T - 2 k_L W^-1 k_in (Appendix B.7, k_L the last layer's kernel row).
             None: every k(x, x) is taken as ``diag_mean_``, the mean of the training Gram matrix's diagonal.
             That is exact for kernels with a constant diagonal (rbf, Laplacian, any normalized kernel:
-            k(x, x) = 1); otherwise each error is off by k(x, x) - diag_mean_, the same amount for every model
+            k(x, x) = 1); otherwise each error is off by k(x, x) - ``diag_mean_``, the same amount for every model
             fitted on the same training Gram matrix (so comparisons between them, as in a grid search, keep
             their order), and the errors are not clipped at 0.
 

@@ -683,7 +683,7 @@ def _report(results, threads):
     ]
     _say(
         f"\nKernelPCA(kernel_storage=... or feature_map=...) on the same {large['n_samples']} samples (large N, "
-        "see README)"
+        "see docs/user_guide/large_n.md)"
     )
     _say(format_table(["kernel", "fit [s]", "eig. diff to dense", "kernel storage [MiB]"], large_rows))
     lssvm = results["datasets"]["lssvm"]

@@ -197,7 +197,7 @@ class ConstrainedDeepRKM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     objective_ : float
         f(H) at the solution.
     level_objectives_ : ndarray of shape (L,)
-        The levels' terms -(1/(2 eta_l)) Tr(B_l^T K_l B_l); their sum is objective_.
+        The levels' terms -(1/(2 eta_l)) Tr(B_l^T K_l B_l); their sum is ``objective_``.
     feasibility_ : float
         ||H^T H - I||_F.
     grad_norm_ : float

@@ -173,7 +173,7 @@ class DeepRKM(BaseEstimator):
     ----------
     H_ : list of three ndarrays
         Per-level hidden features. "levelwise": H1, H2, H3 at the training points (N rows); for classification
-        H1 solves the regression system on the +-1 codes (LSSVMClassifier's dual_coef_, not its H_). "reduced_set": the
+        H1 solves the regression system on the +-1 codes (LSSVMClassifier's ``dual_coef_``, not its ``H_``). "reduced_set": the
         reduced-set hidden features H~1, H~2, H~3 (M rows). "feedforward": Lambda1^-1 e1, Lambda2^-1 e2 and
         e3 / lam at the training points (the stationarity conditions of the kernel PCA and LS-SVM levels).
     intercept_ : ndarray of shape (n_outputs,)
@@ -190,7 +190,7 @@ class DeepRKM(BaseEstimator):
         objective after each level step (levelwise) or each L-BFGS iteration (primal, selected init).
     n_iter_ : int
         Passes run (levelwise) or L-BFGS iterations of the selected initialization.
-    pass_changes_ : ndarray of shape (n_iter_ - 1,)
+    pass_changes_ : ndarray of shape (``n_iter_`` - 1,)
         "levelwise": the largest relative change of H1, H2, H3 over each pass after the first.
     converged_ : bool
         "levelwise": whether the last pass changed the hidden features by at most tol.
@@ -221,7 +221,7 @@ class DeepRKM(BaseEstimator):
     - eq. 4.9 out of sample: e1(x) = (1/eta1) sum_j h1_j K1(x_j, x), then linear levels 2-3 on Lambda^-1 e; on
       training points this differs from the coupled solution's h, since the coupling terms of eq. 4.10 are
       absent out of sample. "kpca_kpca_lssvm" level-wise therefore re-solves level 3 after the passes on the
-      features F2 = Lambda2^-1 e2 that eq. 4.9 computes at the training points (H_[2] and intercept_ are that
+      features F2 = Lambda2^-1 e2 that eq. 4.9 computes at the training points (``H_``[2] and ``intercept_`` are that
       solve's; W3 = F2^T H3 / eta3): regressing Y on the coupled H2, which level 2's fused term
       (1/eta3) H3 H3^T fills with the targets, fitted the training set to ~0 while predicting a near-constant.
       predict(X_train) is the training-time output F2 W3 + b.

@@ -182,7 +182,7 @@ class RKMForecaster(BaseEstimator):
     -----
     ``fit`` takes a series, not (X, y), and ``predict`` a number of steps, not X: the estimator does not follow
     scikit-learn's fit/predict signature, and is neither a regressor nor a transformer. scikit-learn's
-    estimator checks run on it (a 2-D X is read as n_features_in_ series, time along the rows) and pass, but
+    estimator checks run on it (a 2-D X is read as ``n_features_in_`` series, time along the rows) and pass, but
     for 12 that cannot apply: 11 call ``predict(X)`` with a data array, which ``steps`` cannot take
     (``check_estimators_dtypes``, ``check_dtype_object``, ``check_estimators_nan_inf``,
     ``check_estimators_pickle``, ``check_f_contiguous_array_estimator``, ``check_methods_sample_order_invariance``,

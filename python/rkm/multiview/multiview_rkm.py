@@ -466,8 +466,8 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
     U_ : list of (ndarray of shape (d_v, s) or None)
         U_v per view (eq. 5 in the dual); None for implicit views.
     rotation_ : ndarray of shape (s, s) or None
-        Stiefel solvers: O with gamma_matrix_ = O diag(eigenvalues_) O^T; with ``rotate`` it has been applied
-        (H_ = H_trained O). None for the eig solvers.
+        Stiefel solvers: O with ``gamma_matrix_`` = O diag(``eigenvalues_``) O^T; with ``rotate`` it has been applied
+        (``H_`` = H_trained O). None for the eig solvers.
     solver_ : str
         The solver used.
     n_views_ : int
@@ -491,7 +491,7 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         Rows added by :meth:`partial_fit` since its stream started (absent after ``fit``).
     n_features_in_ : int
         For a fit on one array: its number of columns (absent after a fit on a list of views).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         For a fit on a DataFrame with string column names.
 
     Notes
@@ -733,7 +733,7 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         return self
 
     def fit_transform(self, views: Sequence[ArrayLike] | ArrayLike, y: None = None) -> np.ndarray:
-        """Fit the model and return the hidden features of the training points, H_ (what ``transform`` gives on
+        """Fit the model and return the hidden features of the training points, ``H_`` (what ``transform`` gives on
         the training views, up to rounding).
 
         Parameters
@@ -1418,7 +1418,7 @@ class MultiViewRKM(DeferredSolveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         """Hidden features of new points from their views, eq. 6, or from some of them (eqs. 15-16).
 
         h* = Gamma^(-1) sum_v U_v^T phi_c,v(x*) in the primal, Gamma^(-1) H^T sum_v k~_v(x*) in the dual; on the
-        training views these are the rows of H_. Views given as None are missing: h* is then inferred from the
+        training views these are the rows of ``H_``. Views given as None are missing: h* is then inferred from the
         others, as :meth:`predict_latent` does.
 
         Parameters

@@ -146,7 +146,7 @@ callable, default="rbf"
         Hidden features of the first source, H_e^T of eq. 3.31: the left singular vectors of G
         (orthonormal columns, each oriented so that its entry of largest magnitude is positive).
     H_r_ : ndarray of shape (M, s)
-        Hidden features of the second source, H_r^T: the right singular vectors (signs matched to H_e_).
+        Hidden features of the second source, H_r^T: the right singular vectors (signs matched to ``H_e_``).
     gamma_ : float or None
         The kernel bandwidth used.
     solver_ : str

@@ -125,7 +125,7 @@ callable, default="rbf"
     coef0 : float, default=1.0
         Constant of the poly kernel.
     eta : float, default=1.0
-        Regularisation constant eta of the RKM; eigenvalues_ are those of K_c / eta.
+        Regularisation constant eta of the RKM; ``eigenvalues_`` are those of K_c / eta.
     center : bool, default=True
         Centre the kernel matrix (feature-space mean removal, Suykens eq. 2.16).
     kernel_storage : {"auto", "dense", "matrix_free"}, default="auto"
@@ -211,7 +211,7 @@ callable, default="rbf"
     feature_map_ : the fitted clone of ``feature_map`` (with a feature map).
     feature_mean_ : ndarray of shape (m,), mean of the training features (with a feature map).
     primal_vectors_ : ndarray of shape (m, s), eigenvectors U of the features' covariance; hidden
-        features are h = (phi(x) - feature_mean_) U / sqrt(eta lambda) (with a feature map).
+        features are h = (phi(x) - ``feature_mean_``) U / sqrt(eta lambda) (with a feature map).
     n_iter_ : int, block products the Krylov solver used (1 for dense).
     n_samples_seen_ : int, rows added by :meth:`partial_fit` since its stream started (absent after ``fit``).
     eigen_residuals_ : ndarray of shape (s,), relative residuals reached.

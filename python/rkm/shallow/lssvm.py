@@ -76,8 +76,8 @@ PROBABILITY_FOLDS = 5
 def robust_weights(r, weights="hampel"):
     """Weights v_k of the robust LS-SVM for standardized residuals r_k = e_k / s (Suykens et al. 2002).
 
-    "hampel": 1 for |r| <= 2.5, (3 - |r|) / 0.5 for 2.5 < |r| <= 3, 1e-4 beyond (Suykens et al. 2002, eq. 16);
-    "huber": 1 for |r| < 1.345, 1.345 / |r| beyond; "logistic": tanh(r) / r (1 at r = 0).
+    "hampel": 1 for ``|r|`` <= 2.5, (3 - ``|r|``) / 0.5 for 2.5 < ``|r|`` <= 3, 1e-4 beyond (Suykens et al. 2002, eq. 16);
+    "huber": 1 for ``|r|`` < 1.345, 1.345 / ``|r|`` beyond; "logistic": tanh(r) / r (1 at r = 0).
     """
     r = np.abs(np.asarray(r, dtype=np.float64))
     if weights == "hampel":
@@ -792,7 +792,7 @@ default="rbf"
         The robust LS-SVM of LS-SVMlab's ``robustlssvm`` (Suykens et al. 2002, iterated): after the fit,
         the residuals e_k (lam h_k / v_k) and their robust scale s = 1.483 MAD(e) (medians weighted by
         sample_weight, so that weight 2 counts as two samples) give weights v(e_k / s),
-        "hampel" Suykens et al.'s (1 up to 2.5, linear to 0 at 3, 1e-4 beyond), "huber" (1.345 / |r| beyond
+        "hampel" Suykens et al.'s (1 up to 2.5, linear to 0 at 3, 1e-4 beyond), "huber" (1.345 / ``|r|`` beyond
         1.345), "logistic" (tanh(r) / r); the model is refitted with them (times ``sample_weight``) until
         the coefficients change by at most 1e-4 relatively (at most 500 fits; ConvergenceWarning
         otherwise). Several outputs: r_k is the largest standardized residual over the outputs. Each fit is

@@ -265,7 +265,7 @@ default="rbf"
     Attributes
     ----------
     lam_, gamma_ : float
-        The chosen pair (gamma_ None for kernels without a gamma).
+        The chosen pair (``gamma_`` None for kernels without a gamma).
     best_score_ : float
         Its leave-one-out mean squared error.
     loo_mse_path_ : ndarray of shape (n_gammas, n_lams)

@@ -56,8 +56,8 @@ class FeatureMap(ExplicitFeatureMap):
     Parameters
     ----------
     module : torch.nn.Module
-        The network phi. It receives a floating-point tensor of shape (batch, n_features), or
-        (batch, *input_shape), and must return one tensor whose first dimension is the batch.
+        The network phi. It receives a floating-point tensor of shape ``(batch, n_features)``, or
+        ``(batch, *input_shape)``, and must return one tensor whose first dimension is the batch.
     input_shape : tuple of int, default=None
         Shape of one sample as the module expects it, e.g. ``(1, 28, 28)`` for a CNN on flattened 28 x 28
         images; its product must equal n_features. None: rows are passed as they are.
