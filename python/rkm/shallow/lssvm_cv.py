@@ -221,7 +221,7 @@ class _LSSVMCV(BaseEstimator):
         return float(np.average(values, weights=weights))
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Predictions of ``estimator_``, the LS-SVM refitted on all the data with (gamma_, lam_)."""
+        """Predictions of ``estimator_``, the LS-SVM refitted on all the data with (``gamma_``, ``lam_``)."""
         check_is_fitted(self, "estimator_")
         return self.estimator_.predict(X)
 

@@ -23,6 +23,8 @@ Numerics, chosen to give the core's values and well-defined gradients:
   ``degree``, as the core does.
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 

@@ -28,6 +28,8 @@ tests ask 1e-12 in float64):
   so the feasibility ||H^T H - I|| stays at rounding level over any number of steps.
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 
