@@ -70,7 +70,7 @@ void thin_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Inde
 // the transposed sums need registers too) with 16 vector registers, kWideSymmetricRows for one-vector tiles
 // with AVX-512's 32 (measured 1.6x faster than 4 rows with b = 8, float64, N = 20000).
 constexpr Index kSymmetricRows = 4;
-constexpr Index kWideSymmetricRows = 8;
+[[maybe_unused]] constexpr Index kWideSymmetricRows = 8;  // used by the AVX-512 tiles only
 
 template <typename T, int VectorBytes, int Vectors, bool Direct, int Rows>
 RKM_ALWAYS_INLINE void symmetric_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0,
