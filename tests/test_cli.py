@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import rkm
-from rkm import reference
+from rkm import _core, reference
+from rkm._utils import config as config_module
 from rkm._utils.threads import available_cores
 from rkm.cli import _args, bench, build_parser, commands, demo, main
 from rkm.cli.report import write_report
@@ -47,6 +48,21 @@ def test_info_prints_version_and_openmp(capsys):
     text = capsys.readouterr().out
     assert rkm.__version__ in text
     assert "openmp" in text.lower()
+
+
+def test_info_warns_only_when_the_core_lacks_openmp(capsys):
+    assert main(["info"]) == 0
+    warned = config_module.NO_OPENMP_WARNING in capsys.readouterr().out
+    assert warned == (not _core.config()["openmp"])
+
+
+def test_info_warns_that_a_core_without_openmp_runs_single_threaded(monkeypatch, capsys):
+    built = config_module.config
+    monkeypatch.setattr(config_module, "config", lambda: {**built(), "openmp": False, "max_threads": 1})
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "built without OpenMP" in text
+    assert "single-threaded" in text
 
 
 def test_version(capsys):

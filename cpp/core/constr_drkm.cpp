@@ -3,6 +3,7 @@
 #include "core/blas.hpp"
 #include "core/isa.hpp"
 #include "core/parallel.hpp"
+#include "core/simd.hpp"
 #include "core/vector_math.hpp"
 
 #include <algorithm>
@@ -165,28 +166,14 @@ struct RbfLevel {
 // rbf_band_avx2 and rbf_band_avx512 (their targets): no such vector crosses a call, so GCC's -Wpsabi note that
 // passing one "changes the ABI" without AVX does not apply. The code has no comparisons, which GCC 12 would
 // compile lane by lane at 64 bytes (see vector_math.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-// A SIMD vector of VectorBytes / 8 doubles (GCC vector extension, as in vector_math.cpp).
+// A SIMD vector of VectorBytes / 8 doubles (simd.hpp).
 template <int VectorBytes>
-struct LanesOf;
-template <>
-struct LanesOf<16> {
-  typedef double type __attribute__((vector_size(16)));
-};
-template <>
-struct LanesOf<32> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <>
-struct LanesOf<64> {
-  typedef double type __attribute__((vector_size(64)));
-};
-template <int VectorBytes>
-using Lanes = typename LanesOf<VectorBytes>::type;
+using Lanes = simd::Vector<double, VectorBytes>;
 
 // Independent accumulators per loop: one chain of dependent vector additions would wait on each add's latency.
 constexpr Index kChains = 8;
@@ -194,14 +181,14 @@ constexpr Index kChains = 8;
 constexpr Index kRowBlock = 4;
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline Lanes<VectorBytes> load(const double* x) {
+RKM_ALWAYS_INLINE Lanes<VectorBytes> load(const double* x) {
   Lanes<VectorBytes> v;
   std::memcpy(&v, x, sizeof v);
   return v;
 }
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline void store(double* x, const Lanes<VectorBytes>& v) {
+RKM_ALWAYS_INLINE void store(double* x, const Lanes<VectorBytes>& v) {
   std::memcpy(x, &v, sizeof v);
 }
 
@@ -210,9 +197,8 @@ __attribute__((always_inline)) inline void store(double* x, const Lanes<VectorBy
 // side cross[c * kRbfBandRows + j] += sum_r weights[r][j] x_c[i + r]. Rows in a block share every load of x_c
 // and of cross: the loop is bound by loads and stores, not by arithmetic.
 template <int VectorBytes, bool Cross>
-__attribute__((always_inline)) inline void weighted_sums(const double* weights, const double* rows, Index stride,
-                                                         Index features, Index i, Index c0, double* own, Index e,
-                                                         double* cross) {
+RKM_ALWAYS_INLINE void weighted_sums(const double* weights, const double* rows, Index stride, Index features, Index i,
+                                     Index c0, double* own, Index e, double* cross) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double)), w = kRbfBandRows;
   for (Index c = 0; c < features; ++c) {
     const double* x = rows + c * stride + c0;
@@ -246,8 +232,8 @@ __attribute__((always_inline)) inline void weighted_sums(const double* weights, 
 // S = M Z) accumulates sum_j k_ij b_j and sum_j m_ij z_j; with Cross, cross (s + d rows of kRbfBandRows: the
 // tile's T_J^T, S_J^T) accumulates k_ij b_i and m_ij z_i. k and m are scratch blocks of kRowBlock rows.
 template <int VectorBytes, bool Cross>
-__attribute__((always_inline)) inline void rbf_tile_rows(const RbfLevel& lv, Index i, Index c0, double* k, double* m,
-                                                         double* own, double* cross) {
+RKM_ALWAYS_INLINE void rbf_tile_rows(const RbfLevel& lv, Index i, Index c0, double* k, double* m, double* own,
+                                     double* cross) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double)), w = kRbfBandRows;
   for (Index r = 0; r < kRowBlock; ++r) {
     double* kr = k + r * w;
@@ -282,8 +268,7 @@ __attribute__((always_inline)) inline void rbf_tile_rows(const RbfLevel& lv, Ind
 // All tiles (I, J >= I) of band I: own holds band I's kRbfBandRows rows of [T S] (zeroed here), cross the
 // transposed parts of the tiles (I, J > I), one (s + d) x kRbfBandRows block each, J = I + 1, ...
 template <int VectorBytes>
-__attribute__((always_inline)) inline void rbf_band(const RbfLevel& lv, Index band, double* k, double* m, double* own,
-                                                    double* cross) {
+RKM_ALWAYS_INLINE void rbf_band(const RbfLevel& lv, Index band, double* k, double* m, double* own, double* cross) {
   // Padded rows (beyond n) run too: their b and z are 0, so they add exact zeros to the transposed parts.
   const Index e = lv.s + lv.d, r0 = band * kRbfBandRows;
   const Index bands = lv.padded / kRbfBandRows, block = e * kRbfBandRows;
@@ -318,7 +303,7 @@ __attribute__((target("avx512f,fma"))) void rbf_band_avx512(const RbfLevel& lv, 
   rbf_band<64>(lv, band, k, m, own, cross);
 }
 #endif
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
 

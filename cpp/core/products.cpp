@@ -2,6 +2,7 @@
 
 #include "core/blas.hpp"
 #include "core/isa.hpp"
+#include "core/simd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -25,11 +26,11 @@ constexpr Index kRows = 6;  // rows of A per register tile
 
 // Accumulates Y[r0..r0+kRows, c0..c0+2L) += A[r0..r0+kRows, j0..j1) X[j0..j1, c0..c0+2L) with a register
 // tile of kRows x 2 vectors of L lanes. GCC vector types keep the tile in registers; the code is
-// compiled for the target of the function it is inlined into.
+// compiled for the target of the function it is inlined into (simd.hpp).
 template <typename T, int VectorBytes>
-__attribute__((always_inline)) inline void thin_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y,
-                                                          Index ldy, Index r0, Index j0, Index j1, Index c0) {
-  typedef T V __attribute__((vector_size(VectorBytes)));
+RKM_ALWAYS_INLINE void thin_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0, Index j0,
+                                      Index j1, Index c0) {
+  using V = simd::Vector<T, VectorBytes>;
   constexpr int L = VectorBytes / static_cast<int>(sizeof(T));
   V acc[kRows][2] = {};
   for (Index j = j0; j < j1; ++j) {
@@ -49,8 +50,8 @@ __attribute__((always_inline)) inline void thin_tile_full(const T* A, Index lda,
 
 // All column tiles of a row tile; b is a multiple of the tile width (the caller pads).
 template <typename T, int VectorBytes>
-__attribute__((always_inline)) inline void thin_tile(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy,
-                                                     Index r0, Index j0, Index j1, Index b) {
+RKM_ALWAYS_INLINE void thin_tile(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0, Index j0,
+                                 Index j1, Index b) {
   constexpr Index width = 2 * VectorBytes / static_cast<Index>(sizeof(T));
   for (Index c0 = 0; c0 < b; c0 += width) thin_tile_full<T, VectorBytes>(A, lda, X, ldx, Y, ldy, r0, j0, j1, c0);
 }
@@ -69,12 +70,12 @@ void thin_tile_baseline(const T* A, Index lda, const T* X, Index ldx, T* Y, Inde
 // the transposed sums need registers too) with 16 vector registers, kWideSymmetricRows for one-vector tiles
 // with AVX-512's 32 (measured 1.6x faster than 4 rows with b = 8, float64, N = 20000).
 constexpr Index kSymmetricRows = 4;
-constexpr Index kWideSymmetricRows = 8;
+[[maybe_unused]] constexpr Index kWideSymmetricRows = 8;  // used by the AVX-512 tiles only
 
 template <typename T, int VectorBytes, int Vectors, bool Direct, int Rows>
-__attribute__((always_inline)) inline void symmetric_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y,
-                                                               Index ldy, Index r0, Index j0, Index j1, Index c0) {
-  typedef T V __attribute__((vector_size(VectorBytes)));
+RKM_ALWAYS_INLINE void symmetric_tile_full(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0,
+                                           Index j0, Index j1, Index c0) {
+  using V = simd::Vector<T, VectorBytes>;
   constexpr int L = VectorBytes / static_cast<int>(sizeof(T));
   V acc[Rows][Vectors] = {}, x_rows[Rows][Vectors];
   (void)acc;
@@ -107,8 +108,8 @@ __attribute__((always_inline)) inline void symmetric_tile_full(const T* A, Index
 // A block of one vector's width (b == L) takes one-vector tiles, which keep every operand in registers;
 // wider blocks take tiles of two vectors.
 template <typename T, int VectorBytes, bool Direct>
-__attribute__((always_inline)) inline void symmetric_tile(const T* A, Index lda, const T* X, Index ldx, T* Y,
-                                                          Index ldy, Index r0, Index j0, Index j1, Index b) {
+RKM_ALWAYS_INLINE void symmetric_tile(const T* A, Index lda, const T* X, Index ldx, T* Y, Index ldy, Index r0, Index j0,
+                                      Index j1, Index b) {
   constexpr Index lanes = VectorBytes / static_cast<Index>(sizeof(T));
   if (b == lanes) {
     symmetric_tile_full<T, VectorBytes, 1, Direct, kSymmetricRows>(A, lda, X, ldx, Y, ldy, r0, j0, j1, 0);
@@ -181,7 +182,7 @@ struct TileKernels {
 // fills one zmm or one ymm (the blocks of the eigensolver); the general tiles stay AVX2's, whose width (two
 // ymm) pads such blocks no further.
 template <typename T>
-TileKernels<T> tile_kernels(Index b) {
+TileKernels<T> tile_kernels([[maybe_unused]] Index b) {
   constexpr Index lanes = 64 / static_cast<Index>(sizeof(T));  // of a zmm
 #ifdef RKM_HAVE_AVX2_DISPATCH
   if (use_avx512() && b == lanes)

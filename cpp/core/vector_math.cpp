@@ -1,13 +1,22 @@
 #include "core/vector_math.hpp"
 
 #include "core/isa.hpp"
+#include "core/simd.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #ifdef RKM_HAVE_AVX2_DISPATCH
 #include <immintrin.h>
+#endif
+
+// Clang checks the calls between the always-inlined templates below before it inlines them, and a 64-byte vector
+// passed from a template without the AVX-512 target into Lanes<64>'s AVX-512 functions is an error there:
+// Clang builds run the AVX2 code on AVX-512 CPUs.
+#if defined(RKM_HAVE_AVX2_DISPATCH) && !defined(__clang__)
+#define RKM_HAVE_AVX512_VECTOR_MATH 1
 #endif
 
 namespace rkm {
@@ -17,9 +26,10 @@ namespace {
 using Eigen::Index;
 
 // The SIMD code below passes vectors only between inlined functions, which end up inside the *_avx2 and
-// *_avx512 functions of their target: no such vector crosses a call, so GCC's -Wpsabi note that passing one
-// "changes the ABI" does not apply. Not popped: GCC reports the templates' instances at the end of the file.
-#if defined(__GNUC__) && !defined(__clang__)
+// *_avx512 functions of their target: no such vector crosses a call, so the -Wpsabi note (GCC) or warning
+// (Clang) that passing one "changes the ABI" does not apply. Not popped: GCC reports the templates' instances at
+// the end of the file.
+#if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
@@ -28,15 +38,33 @@ using Eigen::Index;
 // exp twice as slow as the AVX2 one; the 64-byte lanes use AVX-512's mask registers instead.
 template <int VectorBytes>
 struct Lanes {
-  typedef double V __attribute__((vector_size(VectorBytes)));
-  typedef std::int64_t Mask __attribute__((vector_size(VectorBytes)));
-  __attribute__((always_inline)) static Mask less(V a, double b) { return a < b; }
-  __attribute__((always_inline)) static Mask greater(V a, double b) { return a > b; }
-  __attribute__((always_inline)) static Mask either(Mask a, Mask b) { return a | b; }
-  __attribute__((always_inline)) static V select(Mask m, V if_set, V otherwise) { return m ? if_set : otherwise; }
+  using V = simd::Vector<double, VectorBytes>;
+  using Mask = simd::Vector<std::int64_t, VectorBytes>;
+#ifdef RKM_HAVE_VECTOR_EXTENSIONS
+  RKM_ALWAYS_INLINE static Mask less(V a, double b) { return a < b; }
+  RKM_ALWAYS_INLINE static Mask greater(V a, double b) { return a > b; }
+  RKM_ALWAYS_INLINE static V select(Mask m, V if_set, V otherwise) { return m ? if_set : otherwise; }
+#else
+  // The emulated vectors' lanes one by one, with GCC's mask convention (all bits set where true).
+  RKM_ALWAYS_INLINE static Mask less(V a, double b) {
+    Mask m;
+    for (int i = 0; i < V::kLanes; ++i) m[i] = a[i] < b ? -1 : 0;
+    return m;
+  }
+  RKM_ALWAYS_INLINE static Mask greater(V a, double b) {
+    Mask m;
+    for (int i = 0; i < V::kLanes; ++i) m[i] = a[i] > b ? -1 : 0;
+    return m;
+  }
+  RKM_ALWAYS_INLINE static V select(Mask m, V if_set, V otherwise) {
+    for (int i = 0; i < V::kLanes; ++i) otherwise[i] = m[i] ? if_set[i] : otherwise[i];
+    return otherwise;
+  }
+#endif
+  RKM_ALWAYS_INLINE static Mask either(Mask a, Mask b) { return a | b; }
 };
 
-#ifdef RKM_HAVE_AVX2_DISPATCH
+#ifdef RKM_HAVE_AVX512_VECTOR_MATH
 template <>
 struct Lanes<64> {
   typedef double V __attribute__((vector_size(64)));
@@ -59,10 +87,10 @@ struct Lanes<64> {
 // k * ln2_hi is exact), a degree-13 Taylor polynomial for exp(r) (its truncation error is below 2^-58
 // on that interval), and the scaling by 2^k built from exponent bits.
 template <int VectorBytes>
-__attribute__((always_inline)) inline void exp_vector(const double* x, double* out) {
+RKM_ALWAYS_INLINE void exp_vector(const double* x, double* out) {
   using L = Lanes<VectorBytes>;
   typedef typename L::V V;
-  typedef std::int64_t I __attribute__((vector_size(VectorBytes)));
+  using I = simd::Vector<std::int64_t, VectorBytes>;
   constexpr double kShifter = 0x1.8p52, kLog2e = 1.4426950408889634, kLn2Hi = 6.93145751953125e-1,
                    kLn2Lo = 1.42860682030941723212e-6;
   V v;
@@ -97,12 +125,12 @@ __attribute__((always_inline)) inline void exp_vector(const double* x, double* o
   std::memcpy(&first, &first_bits, sizeof first);
   std::memcpy(&second, &second_bits, sizeof second);
   p = p * first * second;
-  p = L::select(zero, V{}, L::select(big, V{} + __builtin_inf(), p));
+  p = L::select(zero, V{}, L::select(big, V{} + std::numeric_limits<double>::infinity(), p));
   std::memcpy(out, &p, sizeof p);
 }
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline void exp_array(const double* x, double* out, Index n) {
+RKM_ALWAYS_INLINE void exp_array(const double* x, double* out, Index n) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
   Index i = 0;
   for (; i + L <= n; i += L) exp_vector<VectorBytes>(x + i, out + i);
@@ -114,8 +142,7 @@ __attribute__((always_inline)) inline void exp_array(const double* x, double* ou
 }
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline void rbf_vector(const double* g, double nx, const double* ny, double gamma,
-                                                      double* out) {
+RKM_ALWAYS_INLINE void rbf_vector(const double* g, double nx, const double* ny, double gamma, double* out) {
   using L = Lanes<VectorBytes>;
   typedef typename L::V V;
   V gv, nyv;
@@ -130,8 +157,7 @@ __attribute__((always_inline)) inline void rbf_vector(const double* g, double nx
 }
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline void rbf_array(const double* g, double nx, const double* ny, double gamma,
-                                                     double* out, Index n) {
+RKM_ALWAYS_INLINE void rbf_array(const double* g, double nx, const double* ny, double gamma, double* out, Index n) {
   constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
   Index i = 0;
   for (; i + L <= n; i += L) rbf_vector<VectorBytes>(g + i, nx, ny + i, gamma, out + i);
@@ -147,9 +173,9 @@ __attribute__((always_inline)) inline void rbf_array(const double* g, double nx,
 // three parts, the first of 33 bits so that k times it is exact for |k| < 2^20), then fdlibm's minimax
 // polynomials for sin r and cos r on [-pi/4, pi/4], chosen and signed by k mod 4.
 template <int VectorBytes>
-__attribute__((always_inline)) inline void cos_vector(const double* x, double* out) {
-  typedef double V __attribute__((vector_size(VectorBytes)));
-  typedef std::int64_t I __attribute__((vector_size(VectorBytes)));
+RKM_ALWAYS_INLINE void cos_vector(const double* x, double* out) {
+  using V = simd::Vector<double, VectorBytes>;
+  using I = simd::Vector<std::int64_t, VectorBytes>;
   constexpr double kShifter = 0x1.8p52, kTwoOverPi = 6.36619772367581382433e-01;
   constexpr double kPio2A = 1.57079632673412561417e+00, kPio2B = 6.07710050630396597660e-11,
                    kPio2C = 2.02226624871116645580e-21;
@@ -174,7 +200,7 @@ __attribute__((always_inline)) inline void cos_vector(const double* x, double* o
                                           z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
   // By the bits of k mod 4, without comparisons (see Lanes): sin r for odd k, and the sign flipped for k mod 4
   // in {1, 2}, where (k + 1) & 2 is set.
-  typedef std::uint64_t U __attribute__((vector_size(VectorBytes)));
+  using U = simd::Vector<std::uint64_t, VectorBytes>;
   U quadrant, cos_bits, sin_bits;
   std::memcpy(&quadrant, &k_bits, sizeof k_bits);
   std::memcpy(&cos_bits, &cos_r, sizeof cos_r);
@@ -188,9 +214,10 @@ __attribute__((always_inline)) inline void cos_vector(const double* x, double* o
 }
 
 template <int VectorBytes>
-__attribute__((always_inline)) inline void cos_array(const double* x, double* out, Index n) {
-  constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
-  constexpr double kLargest = 1e5;  // beyond it the reduction loses accuracy
+RKM_ALWAYS_INLINE void cos_array(const double* x, double* out, Index n) {
+  // static: the lambda below names both without capturing them, which Clang refuses for automatic variables.
+  static constexpr Index L = VectorBytes / static_cast<Index>(sizeof(double));
+  static constexpr double kLargest = 1e5;  // beyond it the reduction loses accuracy
   // Lane by lane, so that an element's result never depends on its neighbours or on the vector width: the
   // vector code for every lane, then std::cos for the lanes it cannot serve.
   const auto cos_lanes = [](const double* x, double* out, Index m) {
@@ -234,7 +261,9 @@ __attribute__((target("avx2,fma"))) void rbf_avx2(const double* g, double nx, co
                                                    double* out, Index n) {
   rbf_array<32>(g, nx, ny, gamma, out, n);
 }
+#endif
 
+#ifdef RKM_HAVE_AVX512_VECTOR_MATH
 // flatten: GCC inlines a target function (Lanes<64>'s) only into a caller of that target, and the templates
 // between them have none; flattening inlines the whole tree into this function at once.
 __attribute__((target("avx512f,avx512dq,fma"), flatten)) void exp_avx512(const double* x, double* out, Index n) {
@@ -255,24 +284,30 @@ __attribute__((target("avx512f,avx512dq,fma"), flatten)) void rbf_avx512(const d
 }  // namespace
 
 void vector_exp(const double* x, double* out, Index n) {
-#ifdef RKM_HAVE_AVX2_DISPATCH
+#ifdef RKM_HAVE_AVX512_VECTOR_MATH
   if (use_avx512()) return exp_avx512(x, out, n);
+#endif
+#ifdef RKM_HAVE_AVX2_DISPATCH
   if (use_avx2()) return exp_avx2(x, out, n);
 #endif
   exp_baseline(x, out, n);
 }
 
 void vector_rbf(const double* g, double nx, const double* ny, double gamma, double* out, Index n) {
-#ifdef RKM_HAVE_AVX2_DISPATCH
+#ifdef RKM_HAVE_AVX512_VECTOR_MATH
   if (use_avx512()) return rbf_avx512(g, nx, ny, gamma, out, n);
+#endif
+#ifdef RKM_HAVE_AVX2_DISPATCH
   if (use_avx2()) return rbf_avx2(g, nx, ny, gamma, out, n);
 #endif
   rbf_baseline(g, nx, ny, gamma, out, n);
 }
 
 void vector_cos(const double* x, double* out, Index n) {
-#ifdef RKM_HAVE_AVX2_DISPATCH
+#ifdef RKM_HAVE_AVX512_VECTOR_MATH
   if (use_avx512()) return cos_avx512(x, out, n);
+#endif
+#ifdef RKM_HAVE_AVX2_DISPATCH
   if (use_avx2()) return cos_avx2(x, out, n);
 #endif
   cos_baseline(x, out, n);

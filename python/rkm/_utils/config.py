@@ -8,6 +8,11 @@ from threadpoolctl import threadpool_info
 from rkm import _core
 from rkm._utils.openmp import wait_policy
 
+NO_OPENMP_WARNING = (
+    "warning: rkm's compiled core was built without OpenMP and runs single-threaded (n_threads has no effect); "
+    "build it with a compiler that supports OpenMP for parallel fits"
+)
+
 
 def config():
     """The configuration as a dict: core build facts plus the Python side."""
@@ -49,10 +54,16 @@ def _version(number):
 
 
 def show_config():
-    """Print version, compiler, OpenMP and threads, dtypes, CUDA, Eigen and BLAS in use."""
+    """Print version, compiler, OpenMP and threads, dtypes, CUDA, Eigen and BLAS in use.
+
+    A core built without OpenMP gets a warning line after the table: its routines run on one thread whatever
+    ``n_threads`` asks for.
+    """
     info = config()
     width = max(map(len, info))
     for key, value in info.items():
         if isinstance(value, (list, tuple)):
             value = ", ".join(map(str, value))
         print(f"{key:>{width}}: {value}")
+    if not info["openmp"]:
+        print(NO_OPENMP_WARNING)
